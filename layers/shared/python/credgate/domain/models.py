@@ -1,0 +1,329 @@
+"""Request and response models of the management API, mirroring the spec's tables and limits."""
+from __future__ import annotations
+
+import enum
+import re
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from credgate.domain.hosts import validate_host_pattern, validate_path_pattern
+from credgate.domain.injection import GENERIC_METHOD_REQUIRED, InjectionConfig
+
+NO_FIELDS_TO_UPDATE = "No fields to update"
+IDENTIFIER_MESSAGE = (
+    "Identifier must be 1-50 characters, start with a letter or number, "
+    "and contain only lowercase letters, numbers, and hyphens"
+)
+ONEPASSWORD_PROJECT_ONLY = "1Password is only available for project-scoped secrets"
+_IDENTIFIER = re.compile(r"^[a-z0-9][a-z0-9-]{0,49}$")
+_OP_REF = re.compile(r"^op://[^/\s]+/[^/\s]+(/[^/\s]+){1,2}$")
+
+
+class Role(str, enum.Enum):
+    OWNER = "owner"
+    ADMIN = "admin"
+    MEMBER = "member"
+
+
+class SecretType(str, enum.Enum):
+    ANTHROPIC = "anthropic"
+    OPENAI = "openai"
+    GENERIC = "generic"
+
+
+class ValueSource(str, enum.Enum):
+    INLINE = "inline"
+    ONEPASSWORD = "onepassword"
+
+
+class SecretMode(str, enum.Enum):
+    ALL = "all"
+    SELECTIVE = "selective"
+
+
+class Scope(str, enum.Enum):
+    PROJECT = "project"
+    ORGANIZATION = "organization"
+    PARTNER = "partner"
+
+
+class PolicyMode(str, enum.Enum):
+    ALLOW = "allow"
+    DENY = "deny"
+
+
+def _identifier(value: str) -> str:
+    if not _IDENTIFIER.match(value):
+        raise ValueError(IDENTIFIER_MESSAGE)
+    return value
+
+
+def _host_pattern(value: str) -> str:
+    return validate_host_pattern(value)
+
+
+Name = Annotated[str, Field(min_length=1, max_length=255)]
+Identifier = Annotated[str, AfterValidator(_identifier)]
+HostPattern = Annotated[str, AfterValidator(_host_pattern)]
+PathPattern = Annotated[str | None, Field(default=None, max_length=1000), AfterValidator(validate_path_pattern)]
+SecretValue = Annotated[str, Field(min_length=1, max_length=10000)]
+
+
+class Request(BaseModel):
+    """A request body: unknown fields are errors, so a typo never silently drops a setting."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class Patch(Request):
+    @model_validator(mode="before")
+    @classmethod
+    def _not_empty(cls, data: Any) -> Any:
+        if isinstance(data, dict) and not data:
+            raise ValueError(NO_FIELDS_TO_UPDATE)
+        return data
+
+    def changes(self) -> dict[str, Any]:
+        return self.model_dump(exclude_unset=True)
+
+
+# Agents
+
+
+class AgentCreate(Request):
+    name: Name
+    identifier: Identifier
+    secretMode: SecretMode = SecretMode.ALL
+
+
+class AgentPatch(Patch):
+    name: Name | None = None
+    identifier: Identifier | None = None
+    secretMode: SecretMode | None = None
+
+    @field_validator("name", "identifier", "secretMode", mode="before")
+    @classmethod
+    def _not_null(cls, value: Any) -> Any:
+        if value is None:
+            raise ValueError("Fields cannot be set to null")
+        return value
+
+
+class AgentSecrets(Request):
+    secretIds: list[str] = Field(max_length=500)
+
+
+class Agent(BaseModel):
+    id: str
+    name: str
+    identifier: str
+    isDefault: bool
+    secretMode: SecretMode
+    secretIds: list[str]
+    createdAt: datetime
+
+
+class AgentCreated(Agent):
+    accessToken: str
+
+
+class AgentToken(BaseModel):
+    id: str
+    accessToken: str
+
+
+class GranularAccessEntry(BaseModel):
+    agentId: str
+    agentName: str
+    connectionId: str
+    provider: str
+    connectionLabel: str
+    policy: dict[str, Any]
+
+
+# Secrets
+
+
+class _SecretFields(Request):
+    name: Name
+    type: SecretType
+    hostPattern: HostPattern
+    pathPattern: PathPattern = None
+    injectionConfig: InjectionConfig = None
+
+    @model_validator(mode="after")
+    def _injection_matches_type(self) -> "_SecretFields":
+        check_injection_for_type(self.type, self.injectionConfig)
+        return self
+
+
+def check_injection_for_type(secret_type: SecretType, injection: Any) -> None:
+    if secret_type is SecretType.GENERIC and injection is None:
+        raise ValueError(GENERIC_METHOD_REQUIRED)
+    if secret_type is not SecretType.GENERIC and injection is not None:
+        raise ValueError(f"injectionConfig is used for generic secrets only; {secret_type.value} secrets are injected by the gateway")
+
+
+class SecretCreate(_SecretFields):
+    """A project secret: an inline value or a 1Password reference."""
+
+    valueSource: ValueSource = ValueSource.INLINE
+    value: SecretValue | None = None
+    opRef: str | None = None
+
+    @model_validator(mode="after")
+    def _source(self) -> "SecretCreate":
+        if self.valueSource is ValueSource.INLINE:
+            if self.value is None:
+                raise ValueError("value is required for inline secrets")
+            if self.opRef is not None:
+                raise ValueError("opRef is only used with valueSource onepassword")
+        else:
+            if self.opRef is None or not _OP_REF.match(self.opRef):
+                raise ValueError("opRef must be a 1Password reference such as op://vault/item/field")
+            if self.value is not None:
+                raise ValueError("value must not be sent with valueSource onepassword")
+        return self
+
+
+class OrgSecretCreate(_SecretFields):
+    valueSource: ValueSource = ValueSource.INLINE
+    value: SecretValue | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _inline_only(cls, data: Any) -> Any:
+        if isinstance(data, dict) and (data.get("valueSource") == ValueSource.ONEPASSWORD.value or "opRef" in data):
+            raise ValueError(ONEPASSWORD_PROJECT_ONLY)
+        return data
+
+    @model_validator(mode="after")
+    def _value_required(self) -> "OrgSecretCreate":
+        if self.value is None:
+            raise ValueError("value: Field required")
+        return self
+
+
+class SecretPatch(Patch):
+    name: Name | None = None
+    value: SecretValue | None = None
+    opRef: str | None = None
+    hostPattern: HostPattern | None = None
+    pathPattern: PathPattern = None
+    injectionConfig: InjectionConfig = None
+
+    @field_validator("name", "value", "hostPattern", "opRef", mode="before")
+    @classmethod
+    def _not_null(cls, value: Any) -> Any:
+        if value is None:
+            raise ValueError("Fields cannot be set to null")
+        return value
+
+
+class Secret(BaseModel):
+    id: str
+    name: str
+    type: SecretType
+    valueSource: ValueSource
+    opRef: str | None = None
+    hostPattern: str
+    pathPattern: str | None
+    injectionConfig: dict[str, Any] | None
+    preview: str | None
+    scope: Scope
+    readOnly: bool
+    createdAt: datetime
+    updatedAt: datetime
+
+
+# Organization, projects, team, user
+
+
+class OrgSettings(BaseModel):
+    policyMode: PolicyMode
+
+
+class OrgSettingsPatch(Patch):
+    policyMode: PolicyMode
+
+
+class ProjectCreate(Request):
+    name: Name
+
+
+class ProjectPatch(Patch):
+    name: Name
+
+
+class Project(BaseModel):
+    id: str
+    name: str
+    isDefault: bool
+    createdAt: datetime
+
+
+class Member(BaseModel):
+    userId: str
+    email: str
+    name: str | None
+    role: Role
+    joinedAt: datetime
+
+
+class InvitationCreate(Request):
+    email: Annotated[str, Field(min_length=3, max_length=254)]
+    role: Literal["admin", "member"]
+
+    @field_validator("email")
+    @classmethod
+    def _email(cls, value: str) -> str:
+        return normalize_email(value)
+
+
+class Invitation(BaseModel):
+    id: str
+    email: str
+    role: Role
+    createdAt: datetime
+    expiresAt: datetime
+
+
+class MemberRolePatch(Request):
+    role: Literal["admin", "member"]
+
+
+class User(BaseModel):
+    id: str
+    email: str
+    name: str | None
+    createdAt: datetime
+
+
+class UserPatch(Patch):
+    name: Name
+
+
+class ApiKey(BaseModel):
+    apiKey: str
+
+
+class EmailLinkRequest(Request):
+    email: Annotated[str, Field(min_length=3, max_length=254)]
+    redirectTo: str | None = Field(default=None, max_length=2000)
+
+    @field_validator("email")
+    @classmethod
+    def _email(cls, value: str) -> str:
+        return normalize_email(value)
+
+
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+
+
+def normalize_email(value: str) -> str:
+    email = value.strip().lower()
+    if not _EMAIL.match(email):
+        raise ValueError("Enter a valid email address")
+    return email

@@ -1,0 +1,139 @@
+"""SQLite adapter of ItemStore: the same single-table item model as DynamoDB, in one WAL file."""
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from credgate.errors import ConditionFailed
+from credgate.store.ops import Absent, Check, Condition, Delete, Equals, Exists, Key, Put, Update, WriteOp
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS items (
+    pk TEXT NOT NULL,
+    sk TEXT NOT NULL,
+    data TEXT NOT NULL,
+    expires_at INTEGER,
+    PRIMARY KEY (pk, sk)
+) WITHOUT ROWID
+"""
+
+
+class SqliteItemStore:
+    def __init__(self, path: str | Path, *, now: Callable[[], float] = time.time) -> None:
+        self._path = str(path)
+        self._now = now
+        self._local = threading.local()
+        with self._connection() as conn:
+            conn.execute(_SCHEMA)
+
+    def _connection(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self._path, timeout=30, isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            self._local.conn = conn
+        return conn
+
+    def _live(self, row: tuple[str, int | None] | None) -> dict[str, Any] | None:
+        if row is None:
+            return None
+        data, expires_at = row
+        if expires_at is not None and expires_at < self._now():
+            return None
+        return json.loads(data)
+
+    def get(self, key: Key) -> dict[str, Any] | None:
+        row = self._connection().execute(
+            "SELECT data, expires_at FROM items WHERE pk = ? AND sk = ?", (key.pk, key.sk)
+        ).fetchone()
+        return self._live(row)
+
+    def get_many(self, keys: Sequence[Key]) -> list[dict[str, Any]]:
+        found = (self.get(key) for key in keys)
+        return [item for item in found if item is not None]
+
+    def query(self, pk: str, prefix: str = "") -> list[dict[str, Any]]:
+        # A range on sk instead of LIKE keeps '%' and '_' in ids literal.
+        rows = self._connection().execute(
+            "SELECT data, expires_at FROM items WHERE pk = ? AND sk >= ? AND sk < ? ORDER BY sk",
+            (pk, prefix, prefix + "\U0010ffff"),
+        ).fetchall()
+        return [item for item in map(self._live, rows) if item is not None]
+
+    def write(self, *ops: WriteOp) -> None:
+        conn = self._connection()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for index, op in enumerate(ops):
+                self._apply(conn, index, op)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def increment(self, key: Key, field: str, amount: int, *, expires_at: int | None = None) -> int:
+        conn = self._connection()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            row = conn.execute("SELECT data FROM items WHERE pk = ? AND sk = ?", (key.pk, key.sk)).fetchone()
+            item = json.loads(row[0]) if row else {"pk": key.pk, "sk": key.sk}
+            if row is None and expires_at is not None:
+                item["expiresAt"] = expires_at
+            item[field] = int(item.get(field, 0)) + amount
+            self._store(conn, item)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+        return item[field]
+
+    def _current(self, conn: sqlite3.Connection, key: Key) -> dict[str, Any] | None:
+        row = conn.execute("SELECT data, expires_at FROM items WHERE pk = ? AND sk = ?", (key.pk, key.sk)).fetchone()
+        return self._live(row)
+
+    def _check(self, current: dict[str, Any] | None, condition: Condition, index: int) -> None:
+        if condition is None:
+            return
+        if isinstance(condition, Absent):
+            ok = current is None
+        elif isinstance(condition, Exists):
+            ok = current is not None
+        elif isinstance(condition, Equals):
+            ok = current is not None and current.get(condition.name) == condition.value
+        else:  # pragma: no cover - the op types are closed
+            raise TypeError(f"unknown condition {condition!r}")
+        if not ok:
+            raise ConditionFailed(index)
+
+    def _apply(self, conn: sqlite3.Connection, index: int, op: WriteOp) -> None:
+        if isinstance(op, Put):
+            self._check(self._current(conn, op.key), op.condition, index)
+            self._store(conn, op.item)
+        elif isinstance(op, Update):
+            current = self._current(conn, op.key)
+            self._check(current, op.condition or Exists(), index)
+            if current is None:
+                raise ConditionFailed(index)
+            current.update(op.set)
+            for name in op.remove:
+                current.pop(name, None)
+            self._store(conn, current)
+        elif isinstance(op, Delete):
+            self._check(self._current(conn, op.key), op.condition, index)
+            conn.execute("DELETE FROM items WHERE pk = ? AND sk = ?", (op.key.pk, op.key.sk))
+        elif isinstance(op, Check):
+            self._check(self._current(conn, op.key), op.condition, index)
+        else:  # pragma: no cover
+            raise TypeError(f"unknown operation {op!r}")
+
+    @staticmethod
+    def _store(conn: sqlite3.Connection, item: dict[str, Any]) -> None:
+        conn.execute(
+            "INSERT OR REPLACE INTO items (pk, sk, data, expires_at) VALUES (?, ?, ?, ?)",
+            (item["pk"], item["sk"], json.dumps(item, separators=(",", ":")), item.get("expiresAt")),
+        )
