@@ -1,13 +1,13 @@
 """Request and response models of the management API, mirroring the spec's tables and limits."""
 from __future__ import annotations
 
-import enum
 import re
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from credgate.domain.enums import PolicyMode, Role, Scope, SecretMode, SecretType, ValueSource
 from credgate.domain.hosts import validate_host_pattern, validate_path_pattern
 from credgate.domain.injection import GENERIC_METHOD_REQUIRED, InjectionConfig
 
@@ -19,39 +19,6 @@ IDENTIFIER_MESSAGE = (
 ONEPASSWORD_PROJECT_ONLY = "1Password is only available for project-scoped secrets"
 _IDENTIFIER = re.compile(r"^[a-z0-9][a-z0-9-]{0,49}$")
 _OP_REF = re.compile(r"^op://[^/\s]+/[^/\s]+(/[^/\s]+){1,2}$")
-
-
-class Role(str, enum.Enum):
-    OWNER = "owner"
-    ADMIN = "admin"
-    MEMBER = "member"
-
-
-class SecretType(str, enum.Enum):
-    ANTHROPIC = "anthropic"
-    OPENAI = "openai"
-    GENERIC = "generic"
-
-
-class ValueSource(str, enum.Enum):
-    INLINE = "inline"
-    ONEPASSWORD = "onepassword"
-
-
-class SecretMode(str, enum.Enum):
-    ALL = "all"
-    SELECTIVE = "selective"
-
-
-class Scope(str, enum.Enum):
-    PROJECT = "project"
-    ORGANIZATION = "organization"
-    PARTNER = "partner"
-
-
-class PolicyMode(str, enum.Enum):
-    ALLOW = "allow"
-    DENY = "deny"
 
 
 def _identifier(value: str) -> str:
