@@ -1,6 +1,8 @@
 """Fixtures shared by every test layer: a Core on either store, the API over HTTP, tenants."""
 from __future__ import annotations
 
+import os
+import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any, Iterator
@@ -22,7 +24,6 @@ from credgate_api.app import create_app
 from credgate_api.principals import in_process
 
 AWS_REGION = "us-east-1"
-TABLE = "credgate-test"
 
 
 class MovableClock:
@@ -60,15 +61,52 @@ class RecordingMailer:
         return next(mail for mail in reversed(self.sent) if mail.to == to).links[0]
 
 
+FAKE_AWS_ENVIRONMENT = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+    "AWS_DEFAULT_REGION": AWS_REGION,
+}
+
+
 @pytest.fixture
 def aws_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_SESSION_TOKEN": "testing",
-        "AWS_DEFAULT_REGION": AWS_REGION,
-    }.items():
+    for name, value in FAKE_AWS_ENVIRONMENT.items():
         monkeypatch.setenv(name, value)
+
+
+@dataclass(frozen=True)
+class MockedAws:
+    """One moto world per test process: clients and a KMS key made once (moto's key generation is slow)."""
+
+    dynamodb: Any
+    kms: Any
+    ses: Any
+    key_id: str
+
+    def new_table(self) -> str:
+        name = f"credgate-{uuid.uuid4().hex[:12]}"
+        create_table(self.dynamodb, name)
+        return name
+
+
+@pytest.fixture(scope="session")
+def mocked_aws() -> Iterator[MockedAws]:
+    saved = {name: os.environ.get(name) for name in FAKE_AWS_ENVIRONMENT}
+    os.environ.update(FAKE_AWS_ENVIRONMENT)
+    with mock_aws():
+        kms = boto3.client("kms", region_name=AWS_REGION)
+        yield MockedAws(
+            dynamodb=boto3.client("dynamodb", region_name=AWS_REGION),
+            kms=kms,
+            ses=boto3.client("ses", region_name=AWS_REGION),
+            key_id=kms.create_key()["KeyMetadata"]["KeyId"],
+        )
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 @pytest.fixture
@@ -82,18 +120,14 @@ def mailer() -> RecordingMailer:
 
 
 @pytest.fixture(params=["sqlite", "dynamodb"])
-def core(request: pytest.FixtureRequest, tmp_path: Any, clock: MovableClock, mailer: RecordingMailer, aws_credentials: None) -> Iterator[Core]:
-    """The same services on SQLite + local key file, and on DynamoDB + KMS (moto)."""
+def core(request: pytest.FixtureRequest, tmp_path: Any, clock: MovableClock, mailer: RecordingMailer) -> Core:
+    """The same services on SQLite + local key file, and on DynamoDB + KMS (moto; a fresh table per test)."""
     settings = CoreSettings(api_url="http://testserver", app_url="http://testserver")
     if request.param == "sqlite":
-        yield Core(SqliteItemStore(tmp_path / "db.sqlite", now=clock.time), LocalKeyRing.from_file(tmp_path / "master.key"), mailer, clock, settings)
-        return
-    with mock_aws():
-        dynamodb = boto3.client("dynamodb", region_name=AWS_REGION)
-        create_table(dynamodb, TABLE)
-        kms = boto3.client("kms", region_name=AWS_REGION)
-        key_id = kms.create_key()["KeyMetadata"]["KeyId"]
-        yield Core(DynamoItemStore(dynamodb, TABLE, now=clock.time), KmsKeyRing(kms, key_id), mailer, clock, settings)
+        return Core(SqliteItemStore(tmp_path / "db.sqlite", now=clock.time), LocalKeyRing.from_file(tmp_path / "master.key"), mailer, clock, settings)
+    aws: MockedAws = request.getfixturevalue("mocked_aws")
+    store = DynamoItemStore(aws.dynamodb, aws.new_table(), now=clock.time)
+    return Core(store, KmsKeyRing(aws.kms, aws.key_id), mailer, clock, settings)
 
 
 @pytest.fixture

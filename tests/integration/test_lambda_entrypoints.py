@@ -4,12 +4,10 @@ from __future__ import annotations
 import base64
 import importlib
 import json
-from typing import Any, Iterator
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-import boto3
 import pytest
-from moto import mock_aws
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.ses.models import ses_backends
 
@@ -19,10 +17,9 @@ from credgate.mail.ses import SesMailer
 from credgate.services.core import Core
 from credgate.settings import CoreSettings
 from credgate.store import schema
-from credgate.store.dynamodb import DynamoItemStore, create_table
-from tests.conftest import AWS_REGION, envelope, make_tenant
+from credgate.store.dynamodb import DynamoItemStore
+from tests.conftest import AWS_REGION, MockedAws, envelope, make_tenant
 
-TABLE = "credgate-lambda"
 SENDER = "no-reply@credgate.test"
 API_URL = "https://abc123.execute-api.us-east-1.amazonaws.com"
 
@@ -66,33 +63,28 @@ def authorizer_event(event: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.fixture
-def cloud(monkeypatch: pytest.MonkeyPatch, aws_credentials: None) -> Iterator[dict[str, Any]]:
-    with mock_aws():
-        dynamodb = boto3.client("dynamodb", region_name=AWS_REGION)
-        create_table(dynamodb, TABLE)
-        kms = boto3.client("kms", region_name=AWS_REGION)
-        key_id = kms.create_key()["KeyMetadata"]["KeyId"]
-        ses = boto3.client("ses", region_name=AWS_REGION)
-        ses.verify_email_identity(EmailAddress=SENDER)
-        env = {
-            "CREDGATE_TABLE_NAME": TABLE,
-            "CREDGATE_KMS_KEY_ID": key_id,
-            "CREDGATE_API_URL": API_URL,
-            "CREDGATE_APP_URL": API_URL,
-            "CREDGATE_MAIL_FROM": SENDER,
-        }
-        for name, value in env.items():
-            monkeypatch.setenv(name, value)
-        authorizer = importlib.reload(importlib.import_module("credgate_authorizer.handler"))
-        api = importlib.reload(importlib.import_module("credgate_api.handler"))
-        core = Core(
-            DynamoItemStore(dynamodb, TABLE),
-            KmsKeyRing(kms, key_id),
-            SesMailer(ses, SENDER),
-            SystemClock(),
-            CoreSettings(api_url=API_URL, app_url=API_URL),
-        )
-        yield {"authorizer": authorizer, "api": api, "core": core}
+def cloud(monkeypatch: pytest.MonkeyPatch, mocked_aws: MockedAws) -> dict[str, Any]:
+    table = mocked_aws.new_table()
+    mocked_aws.ses.verify_email_identity(EmailAddress=SENDER)
+    env = {
+        "CREDGATE_TABLE_NAME": table,
+        "CREDGATE_KMS_KEY_ID": mocked_aws.key_id,
+        "CREDGATE_API_URL": API_URL,
+        "CREDGATE_APP_URL": API_URL,
+        "CREDGATE_MAIL_FROM": SENDER,
+    }
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    authorizer = importlib.reload(importlib.import_module("credgate_authorizer.handler"))
+    api = importlib.reload(importlib.import_module("credgate_api.handler"))
+    core = Core(
+        DynamoItemStore(mocked_aws.dynamodb, table),
+        KmsKeyRing(mocked_aws.kms, mocked_aws.key_id),
+        SesMailer(mocked_aws.ses, SENDER),
+        SystemClock(),
+        CoreSettings(api_url=API_URL, app_url=API_URL),
+    )
+    return {"authorizer": authorizer, "api": api, "core": core}
 
 
 def invoke(cloud: dict[str, Any], method: str, path: str, headers: dict[str, str] | None = None, body: Any = None, cookies: list[str] | None = None, query: str = "") -> dict[str, Any]:

@@ -10,7 +10,7 @@ from credgate.services.auth import RouteScope, route_scope
 from credgate.services.core import Core
 from credgate_api import errors
 from credgate_api.middleware import AuthenticationMiddleware, PrincipalResolver
-from credgate_api.routers import agents, auth, org_settings, projects, secrets, team, user, utility
+from credgate_api.routers import agents, approvals, auth, org_settings, projects, rules, secrets, team, user, utility
 
 API_PREFIX = "/v1"
 _ROUTERS = (
@@ -20,6 +20,10 @@ _ROUTERS = (
     agents.router,
     secrets.project_router,
     secrets.organization_router,
+    rules.project_router,
+    rules.organization_router,
+    approvals.project_router,
+    approvals.organization_router,
     org_settings.router,
     projects.router,
     team.router,

@@ -33,7 +33,8 @@ def _validation_message(error: RequestValidationError) -> str:
     first = error.errors()[0]
     if first["type"] == "json_invalid":
         return "Request body is not valid JSON"
-    if tuple(first["loc"]) == ("body",):
+    # A whole-body error from one of our model validators carries its own message (e.g. "No fields to update").
+    if tuple(first["loc"]) == ("body",) and first["type"] != "value_error":
         return "Request body must be a JSON object"
     return error_message(first)  # type: ignore[arg-type]
 

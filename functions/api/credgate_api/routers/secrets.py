@@ -1,59 +1,25 @@
-"""Secrets (project) and Organization Secrets: the same routes over two owners.
-
-No `from __future__ import annotations` here: the body type is a closure variable FastAPI must see.
-"""
-
-from typing import Callable
-
-from fastapi import APIRouter, Depends, Response
+from __future__ import annotations
 
 from credgate.domain.models import OrgSecretCreate, Secret, SecretCreate, SecretPatch
 from credgate.services import secrets
-from credgate.services.core import Core, Principal
-from credgate.services.secrets import SecretOwner
-from credgate_api.deps import get_core, get_principal
+from credgate.services.owners import organization_owner, project_owner
+from credgate_api.routers.owned import OwnedResource, owned_router
 
 
-def _router(
-    prefix: str,
-    tag: str,
-    owner_of: Callable[[Principal], SecretOwner],
-    create_model: type[SecretCreate] | type[OrgSecretCreate],
-    lister: Callable[[Core, Principal], list[Secret]],
-) -> APIRouter:
-    router = APIRouter(prefix=prefix, tags=[tag])
-
-    @router.get("", response_model=list[Secret], summary="List secrets (never their values)")
-    def list_secrets(core: Core = Depends(get_core), principal: Principal = Depends(get_principal)) -> list[Secret]:
-        return lister(core, principal)
-
-    @router.post("", response_model=Secret, status_code=201, summary="Create a secret; the value is write-only")
-    def create_secret(
-        body: create_model,  # type: ignore[valid-type]
-        core: Core = Depends(get_core),
-        principal: Principal = Depends(get_principal),
-    ) -> Secret:
-        return secrets.create_secret(core, owner_of(principal), body)
-
-    @router.get("/{secret_id}", response_model=Secret)
-    def get_secret(secret_id: str, core: Core = Depends(get_core), principal: Principal = Depends(get_principal)) -> Secret:
-        return secrets.get_secret(core, owner_of(principal), secret_id)
-
-    @router.patch("/{secret_id}", response_model=Secret)
-    def patch_secret(
-        secret_id: str, body: SecretPatch, core: Core = Depends(get_core), principal: Principal = Depends(get_principal)
-    ) -> Secret:
-        return secrets.update_secret(core, owner_of(principal), secret_id, body)
-
-    @router.delete("/{secret_id}", status_code=204)
-    def delete_secret(secret_id: str, core: Core = Depends(get_core), principal: Principal = Depends(get_principal)) -> Response:
-        secrets.delete_secret(core, owner_of(principal), secret_id)
-        return Response(status_code=204)
-
-    return router
+def _resource(create_body: type, lister) -> OwnedResource:  # type: ignore[no-untyped-def]
+    return OwnedResource(
+        view=Secret,
+        create_body=create_body,
+        patch_body=SecretPatch,
+        list=lister,
+        create=secrets.create_secret,
+        get=secrets.get_secret,
+        update=secrets.update_secret,
+        delete=secrets.delete_secret,
+    )
 
 
-project_router = _router("/secrets", "Secrets", secrets.project_owner, SecretCreate, secrets.list_secrets)
-organization_router = _router(
-    "/org/secrets", "Organization Secrets", secrets.organization_owner, OrgSecretCreate, secrets.list_organization_secrets
+project_router = owned_router("/secrets", "Secrets", project_owner, _resource(SecretCreate, secrets.list_secrets))
+organization_router = owned_router(
+    "/org/secrets", "Organization Secrets", organization_owner, _resource(OrgSecretCreate, secrets.list_organization_secrets)
 )

@@ -35,3 +35,27 @@ class Scope(str, enum.Enum):
 class PolicyMode(str, enum.Enum):
     ALLOW = "allow"
     DENY = "deny"
+
+
+class RuleAction(str, enum.Enum):
+    BLOCK = "block"
+    MANUAL_APPROVAL = "manual_approval"
+    RATE_LIMIT = "rate_limit"
+    ALLOW = "allow"
+
+
+class RateLimitWindow(str, enum.Enum):
+    MINUTE = "minute"
+    HOUR = "hour"
+    DAY = "day"
+
+    @property
+    def seconds(self) -> int:
+        return {"minute": 60, "hour": 3600, "day": 86400}[self.value]
+
+
+class ApprovalStatus(str, enum.Enum):
+    PENDING = "pending"
+    APPROVED = "approved"
+    DENIED = "denied"
+    EXPIRED = "expired"

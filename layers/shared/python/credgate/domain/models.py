@@ -3,11 +3,21 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from credgate.domain.enums import PolicyMode, Role, Scope, SecretMode, SecretType, ValueSource
+from credgate.domain.enums import (
+    ApprovalStatus,
+    PolicyMode,
+    RateLimitWindow,
+    Role,
+    RuleAction,
+    Scope,
+    SecretMode,
+    SecretType,
+    ValueSource,
+)
 from credgate.domain.hosts import validate_host_pattern, validate_path_pattern
 from credgate.domain.injection import GENERIC_METHOD_REQUIRED, InjectionConfig
 
@@ -17,12 +27,12 @@ IDENTIFIER_MESSAGE = (
     "and contain only lowercase letters, numbers, and hyphens"
 )
 ONEPASSWORD_PROJECT_ONLY = "1Password is only available for project-scoped secrets"
-_IDENTIFIER = re.compile(r"^[a-z0-9][a-z0-9-]{0,49}$")
-_OP_REF = re.compile(r"^op://[^/\s]+/[^/\s]+(/[^/\s]+){1,2}$")
+_IDENTIFIER = re.compile(r"[a-z0-9][a-z0-9-]{0,49}")
+_OP_REF = re.compile(r"op://[^/\s]+/[^/\s]+(/[^/\s]+){1,2}")
 
 
 def _identifier(value: str) -> str:
-    if not _IDENTIFIER.match(value):
+    if not _IDENTIFIER.fullmatch(value):  # fullmatch: "$" would let a trailing newline through
         raise ValueError(IDENTIFIER_MESSAGE)
     return value
 
@@ -45,11 +55,20 @@ class Request(BaseModel):
 
 
 class Patch(Request):
+    """A partial update: only the fields sent change; `nullable` fields may be cleared with null."""
+
+    empty_message: ClassVar[str] = NO_FIELDS_TO_UPDATE
+    nullable: ClassVar[frozenset[str]] = frozenset()
+
     @model_validator(mode="before")
     @classmethod
     def _not_empty(cls, data: Any) -> Any:
-        if isinstance(data, dict) and not data:
-            raise ValueError(NO_FIELDS_TO_UPDATE)
+        if isinstance(data, dict):
+            if not data:
+                raise ValueError(cls.empty_message)
+            for name, value in data.items():
+                if value is None and name not in cls.nullable and name in cls.model_fields:
+                    raise ValueError(f"{name} cannot be null")
         return data
 
     def changes(self) -> dict[str, Any]:
@@ -70,12 +89,6 @@ class AgentPatch(Patch):
     identifier: Identifier | None = None
     secretMode: SecretMode | None = None
 
-    @field_validator("name", "identifier", "secretMode", mode="before")
-    @classmethod
-    def _not_null(cls, value: Any) -> Any:
-        if value is None:
-            raise ValueError("Fields cannot be set to null")
-        return value
 
 
 class AgentSecrets(Request):
@@ -148,7 +161,7 @@ class SecretCreate(_SecretFields):
             if self.opRef is not None:
                 raise ValueError("opRef is only used with valueSource onepassword")
         else:
-            if self.opRef is None or not _OP_REF.match(self.opRef):
+            if self.opRef is None or not _OP_REF.fullmatch(self.opRef):
                 raise ValueError("opRef must be a 1Password reference such as op://vault/item/field")
             if self.value is not None:
                 raise ValueError("value must not be sent with valueSource onepassword")
@@ -174,6 +187,8 @@ class OrgSecretCreate(_SecretFields):
 
 
 class SecretPatch(Patch):
+    nullable: ClassVar[frozenset[str]] = frozenset({"pathPattern", "injectionConfig"})
+
     name: Name | None = None
     value: SecretValue | None = None
     opRef: str | None = None
@@ -181,12 +196,6 @@ class SecretPatch(Patch):
     pathPattern: PathPattern = None
     injectionConfig: InjectionConfig = None
 
-    @field_validator("name", "value", "hostPattern", "opRef", mode="before")
-    @classmethod
-    def _not_null(cls, value: Any) -> Any:
-        if value is None:
-            raise ValueError("Fields cannot be set to null")
-        return value
 
 
 class Secret(BaseModel):
@@ -294,3 +303,94 @@ def normalize_email(value: str) -> str:
     if not _EMAIL.match(email):
         raise ValueError("Enter a valid email address")
     return email
+
+
+# Policy rules and approvals
+
+RATE_FIELDS_REQUIRED = "rateLimit and rateLimitWindow are required when action is rate_limit"
+_METHOD = re.compile(r"^[A-Z]{1,20}$")
+
+
+def _method(value: str | None) -> str | None:
+    if value is None or value.strip() in ("", "*"):
+        return None
+    method = value.strip().upper()
+    if not _METHOD.match(method):
+        raise ValueError("method must be an HTTP method such as GET or POST, or * for any")
+    return method
+
+
+Method = Annotated[str | None, AfterValidator(_method)]
+RateLimit = Annotated[int, Field(ge=1, le=1_000_000)]
+
+
+class RuleCreate(Request):
+    name: Name
+    hostPattern: HostPattern
+    pathPattern: PathPattern = None
+    method: Method = None
+    action: RuleAction
+    enabled: bool = True
+    agentId: str | None = None
+    rateLimit: RateLimit | None = None
+    rateLimitWindow: RateLimitWindow | None = None
+
+    @model_validator(mode="after")
+    def _rate_fields(self) -> "RuleCreate":
+        if self.action is RuleAction.RATE_LIMIT and (self.rateLimit is None or self.rateLimitWindow is None):
+            raise ValueError(RATE_FIELDS_REQUIRED)
+        return self
+
+
+class RulePatch(Patch):
+    empty_message: ClassVar[str] = "At least one field must be provided"
+    nullable: ClassVar[frozenset[str]] = frozenset({"pathPattern", "method", "agentId", "rateLimit", "rateLimitWindow"})
+
+    name: Name | None = None
+    hostPattern: HostPattern | None = None
+    pathPattern: PathPattern = None
+    method: Method = None
+    action: RuleAction | None = None
+    enabled: bool | None = None
+    agentId: str | None = None
+    rateLimit: RateLimit | None = None
+    rateLimitWindow: RateLimitWindow | None = None
+
+
+
+class Rule(BaseModel):
+    id: str
+    name: str
+    hostPattern: str
+    pathPattern: str | None
+    method: str | None
+    action: RuleAction
+    enabled: bool
+    agentId: str | None
+    rateLimit: int | None
+    rateLimitWindow: RateLimitWindow | None
+    scope: Scope
+    createdAt: datetime
+    updatedAt: datetime
+
+
+class Approval(BaseModel):
+    id: str
+    status: ApprovalStatus
+    projectId: str
+    agentId: str
+    agentName: str | None
+    ruleId: str | None
+    ruleName: str | None
+    method: str
+    host: str
+    path: str
+    bodyPreview: str | None
+    createdAt: datetime
+    expiresAt: datetime
+    decidedAt: datetime | None = None
+    decidedBy: str | None = None
+
+
+class ApprovalDecision(Request):
+    decision: Literal["approve", "deny"]

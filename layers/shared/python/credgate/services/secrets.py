@@ -1,7 +1,6 @@
 """Secrets at project and organization level. Values are write-only: sealed on the way in, never shown."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from credgate.domain.injection import injection_to_json, parse_injection_config
@@ -18,9 +17,9 @@ from credgate.domain.models import (
 from credgate.errors import ConditionFailed, NotFound, ValidationFailed
 from credgate.keys import new_id
 from credgate.services.core import Core, Principal, config_changed
+from credgate.services.owners import Owner, organization_owner, project_owner
 from credgate.services.records import Item, key_item
-from credgate.store import schema
-from credgate.store.ops import Absent, Delete, Exists, Key, Put, Update
+from credgate.store.ops import Absent, Delete, Exists, Put, Update
 
 SECRET_NOT_FOUND = "Secret not found"
 _MASK = "••••••••"
@@ -29,34 +28,6 @@ _MASK = "••••••••"
 def preview(value: str) -> str:
     """At most the first 4 and last 4 characters of a value of 12+ characters, else only a mask."""
     return f"{value[:4]}…{value[-4:]}" if len(value) >= 12 else _MASK
-
-
-@dataclass(frozen=True)
-class SecretOwner:
-    """Where a level's secrets live and the encryption context that binds them to it."""
-
-    scope: Scope
-    partition: str
-    context: dict[str, str]
-    organization_id: str
-
-    def key(self, secret_id: str) -> Key:
-        return Key(self.partition, f"SECRET#{secret_id}")
-
-    def encryption_context(self, secret_id: str) -> dict[str, str]:
-        return {**self.context, "secretId": secret_id}
-
-
-def project_owner(principal: Principal) -> SecretOwner:
-    org_id, project_id = principal.organization(), principal.project()
-    key = schema.project_secret(project_id, "")
-    return SecretOwner(Scope.PROJECT, key.pk, {"organizationId": org_id, "projectId": project_id}, org_id)
-
-
-def organization_owner(principal: Principal) -> SecretOwner:
-    org_id = principal.organization()
-    key = schema.organization_secret(org_id, "")
-    return SecretOwner(Scope.ORGANIZATION, key.pk, {"organizationId": org_id}, org_id)
 
 
 def secret_view(item: Item, scope: Scope, read_only: bool) -> Secret:
@@ -77,18 +48,18 @@ def secret_view(item: Item, scope: Scope, read_only: bool) -> Secret:
     )
 
 
-def _items(core: Core, owner: SecretOwner) -> list[Item]:
+def _items(core: Core, owner: Owner) -> list[Item]:
     return core.store.query(owner.partition, "SECRET#")
 
 
-def _secret(core: Core, owner: SecretOwner, secret_id: str) -> Item:
-    item = core.store.get(owner.key(secret_id))
+def _secret(core: Core, owner: Owner, secret_id: str) -> Item:
+    item = core.store.get(owner.item_key("SECRET", secret_id))
     if item is None:
         raise NotFound(SECRET_NOT_FOUND)
     return item
 
 
-def get_secret(core: Core, owner: SecretOwner, secret_id: str) -> Secret:
+def get_secret(core: Core, owner: Owner, secret_id: str) -> Secret:
     return secret_view(_secret(core, owner, secret_id), owner.scope, False)
 
 
@@ -107,18 +78,18 @@ def visible_secret_ids(core: Core, principal: Principal) -> set[str]:
     return {secret.id for secret in list_secrets(core, principal)}
 
 
-def _sealed_value(core: Core, owner: SecretOwner, secret_id: str, value: str) -> dict[str, Any]:
+def _sealed_value(core: Core, owner: Owner, secret_id: str, value: str) -> dict[str, Any]:
     return {
         "valueCiphertext": core.keyring.encrypt(value.encode(), owner.encryption_context(secret_id)),
         "preview": preview(value),
     }
 
 
-def create_secret(core: Core, owner: SecretOwner, request: SecretCreate | OrgSecretCreate) -> Secret:
+def create_secret(core: Core, owner: Owner, request: SecretCreate | OrgSecretCreate) -> Secret:
     secret_id = new_id("sec")
     now = core.now_iso()
     item = key_item(
-        owner.key(secret_id),
+        owner.item_key("SECRET", secret_id),
         id=secret_id,
         name=request.name,
         type=request.type.value,
@@ -140,7 +111,7 @@ def create_secret(core: Core, owner: SecretOwner, request: SecretCreate | OrgSec
     return secret_view(item, owner.scope, False)
 
 
-def update_secret(core: Core, owner: SecretOwner, secret_id: str, patch: SecretPatch) -> Secret:
+def update_secret(core: Core, owner: Owner, secret_id: str, patch: SecretPatch) -> Secret:
     item = _secret(core, owner, secret_id)
     changes = patch.changes()
     merged_type = SecretType(item["type"])
@@ -161,19 +132,19 @@ def update_secret(core: Core, owner: SecretOwner, secret_id: str, patch: SecretP
         fields.update(_sealed_value(core, owner, secret_id, changes["value"]))
     fields["updatedAt"] = core.now_iso()
     try:
-        core.store.write(Update(owner.key(secret_id), set=fields), *config_changed(core, owner.organization_id))
+        core.store.write(Update(owner.item_key("SECRET", secret_id), set=fields), *config_changed(core, owner.organization_id))
     except ConditionFailed:
         raise NotFound(SECRET_NOT_FOUND) from None
     return secret_view({**item, **fields}, owner.scope, False)
 
 
-def delete_secret(core: Core, owner: SecretOwner, secret_id: str) -> None:
+def delete_secret(core: Core, owner: Owner, secret_id: str) -> None:
     try:
-        core.store.write(Delete(owner.key(secret_id), Exists()), *config_changed(core, owner.organization_id))
+        core.store.write(Delete(owner.item_key("SECRET", secret_id), Exists()), *config_changed(core, owner.organization_id))
     except ConditionFailed:
         raise NotFound(SECRET_NOT_FOUND) from None
 
 
-def reveal(core: Core, owner: SecretOwner, item: Item) -> str:
+def reveal(core: Core, owner: Owner, item: Item) -> str:
     """The plaintext, for the gateway's in-memory config only."""
     return core.keyring.decrypt(item["valueCiphertext"], owner.encryption_context(item["id"])).decode()

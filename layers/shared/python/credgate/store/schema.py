@@ -87,3 +87,16 @@ def invitation(org_id: str, invitation_id: str) -> Key:
 def config_version(scope: str) -> Key:
     """The version the gateway polls to learn that an organization's config changed."""
     return Key(CONFIG_VERSIONS, scope)
+
+
+def approval(org_id: str, approval_id: str) -> Key:
+    """Approvals live with the organization; the project view filters by projectId."""
+    return Key(f"ORG#{org_id}", f"APPROVAL#{approval_id}")
+
+
+def rate_window(rule_id: str, agent_id: str, window_start: int) -> Key:
+    return Key(f"RATE#{rule_id}#{agent_id}", str(window_start))
+
+
+def gateway_ca() -> Key:
+    return Key("GATEWAY", "CA")
