@@ -1,6 +1,7 @@
 """Fixtures shared by every test layer: a Core on either store, the API over HTTP, tenants."""
 from __future__ import annotations
 
+import functools
 import os
 import uuid
 from dataclasses import dataclass, field
@@ -8,6 +9,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, Iterator
 
 import boto3
+import moto.kms.models
 import pytest
 from fastapi.testclient import TestClient
 from moto import mock_aws
@@ -79,6 +81,7 @@ def aws_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
 class MockedAws:
     """One moto world per test process: clients and a KMS key made once (moto's key generation is slow)."""
 
+    session: Any
     dynamodb: Any
     kms: Any
     ses: Any
@@ -90,18 +93,30 @@ class MockedAws:
         return name
 
 
+# moto makes a fresh RSA key pair for every KMS key, symmetric ones too (~0.1 s each); one per key spec will do.
+_reused_private_key = functools.cache(moto.kms.models.generate_private_key)
+
+
 @pytest.fixture(scope="session")
 def mocked_aws() -> Iterator[MockedAws]:
-    saved = {name: os.environ.get(name) for name in FAKE_AWS_ENVIRONMENT}
+    """moto for the whole test process: tests isolate themselves with their own tables and keys."""
+    saved = {name: os.environ.get(name) for name in (*FAKE_AWS_ENVIRONMENT, "AWS_PROFILE", "AWS_ENDPOINT_URL")}
+    for name in ("AWS_PROFILE", "AWS_ENDPOINT_URL"):
+        os.environ.pop(name, None)
     os.environ.update(FAKE_AWS_ENVIRONMENT)
+    original_key_generator = moto.kms.models.generate_private_key
+    moto.kms.models.generate_private_key = _reused_private_key
+    session = boto3.session.Session(region_name=AWS_REGION)
     with mock_aws():
-        kms = boto3.client("kms", region_name=AWS_REGION)
+        kms = session.client("kms")
         yield MockedAws(
-            dynamodb=boto3.client("dynamodb", region_name=AWS_REGION),
+            session=session,
+            dynamodb=session.client("dynamodb"),
             kms=kms,
-            ses=boto3.client("ses", region_name=AWS_REGION),
+            ses=session.client("ses"),
             key_id=kms.create_key()["KeyMetadata"]["KeyId"],
         )
+    moto.kms.models.generate_private_key = original_key_generator
     for name, value in saved.items():
         if value is None:
             os.environ.pop(name, None)

@@ -19,18 +19,26 @@ class ItemStore(Protocol):
 
     def get(self, key: Key) -> Item | None: ...
 
-    def get_many(self, keys: Sequence[Key]) -> list[Item]: ...
+    def get_many(self, keys: Sequence[Key]) -> list[Item]:
+        """The live items among `keys`, each once, in the order asked; missing ones are left out."""
+        ...
 
     def query(self, pk: str, prefix: str = "") -> list[Item]:
         """Items of one partition whose sort key starts with `prefix`, in sort-key order."""
         ...
 
     def write(self, *ops: WriteOp) -> None:
-        """Apply all operations atomically, or none; a failed condition raises ConditionFailed(index)."""
+        """Apply all operations atomically, or none; a failed condition raises ConditionFailed(index).
+
+        Each item may appear in at most one operation (ValueError otherwise), as DynamoDB requires.
+        """
         ...
 
     def increment(self, key: Key, field: str, amount: int, *, expires_at: int | None = None) -> int:
-        """Atomically add `amount` to an integer field (creating the item at 0) and return the new value."""
+        """Atomically add `amount` to an integer field and return the new value.
+
+        A missing or expired item starts afresh at 0, with `expires_at` as its expiry; a live one keeps its own.
+        """
         ...
 
 

@@ -49,6 +49,8 @@ class Envelope:
             raise IntegrityError("malformed ciphertext") from error
         if version != VERSION:
             raise IntegrityError(f"unsupported ciphertext version {version}")
+        if key_length == 0:
+            raise IntegrityError("missing data key")
         offset = 3 + key_length
         if len(body) < offset + NONCE_BYTES + 16:
             raise IntegrityError("truncated ciphertext")

@@ -1,6 +1,7 @@
 """DynamoDB adapter of ItemStore: one table keyed by (pk, sk), TTL on `expiresAt`."""
 from __future__ import annotations
 
+import math
 import time
 from decimal import Decimal
 from typing import Any, Callable, Sequence
@@ -9,11 +10,24 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import BotoCoreError, ClientError
 
 from credgate.errors import ConditionFailed, DependencyUnavailable
-from credgate.store.ops import Absent, Check, Condition, Delete, Equals, Exists, Key, Put, Update, WriteOp
+from credgate.store.ops import (
+    Absent,
+    Check,
+    Condition,
+    Delete,
+    Equals,
+    Exists,
+    Key,
+    Put,
+    Update,
+    WriteOp,
+    require_distinct_items,
+)
 
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
 _BATCH_GET_LIMIT = 100
+_INCREMENT_ATTEMPTS = 5
 
 
 def _plain(value: Any) -> Any:
@@ -69,7 +83,7 @@ class DynamoItemStore:
 
     def _alive(self, item: dict[str, Any]) -> bool:
         expires_at = item.get("expiresAt")
-        return expires_at is None or expires_at >= self._now()
+        return not isinstance(expires_at, int) or expires_at >= self._now()
 
     def _call(self, method: str, **params: Any) -> dict[str, Any]:
         try:
@@ -99,7 +113,7 @@ class DynamoItemStore:
 
     def get_many(self, keys: Sequence[Key]) -> list[dict[str, Any]]:
         unique = list(dict.fromkeys(keys))
-        found: list[dict[str, Any]] = []
+        found: dict[Key, dict[str, Any]] = {}
         for start in range(0, len(unique), _BATCH_GET_LIMIT):
             pending: dict[str, Any] = {
                 self._table: {
@@ -109,9 +123,12 @@ class DynamoItemStore:
             }
             while pending:
                 response = self._call("batch_get_item", RequestItems=pending)
-                found.extend(_to_item(raw) for raw in response.get("Responses", {}).get(self._table, []))
+                for raw in response.get("Responses", {}).get(self._table, []):
+                    item = _to_item(raw)
+                    found[Key(item["pk"], item["sk"])] = item
                 pending = response.get("UnprocessedKeys") or {}
-        return [item for item in found if self._alive(item)]
+        # BatchGetItem answers in any order; callers get the order they asked in, as from SQLite.
+        return [found[key] for key in unique if key in found and self._alive(found[key])]
 
     def query(self, pk: str, prefix: str = "") -> list[dict[str, Any]]:
         expression = _Expression()
@@ -129,18 +146,29 @@ class DynamoItemStore:
             params["ExclusiveStartKey"] = last
         return [item for item in items if self._alive(item)]
 
+    def _expired(self, expression: _Expression) -> str:
+        expires = expression.name("expiresAt")
+        # expiresAt is an integer, so `< ceil(now)` is exactly the readers' `< now`.
+        now = expression.value(math.ceil(self._now()))
+        return f"(attribute_type({expires}, {expression.value('N')}) AND {expires} < {now})"
+
     def _condition(self, expression: _Expression, condition: Condition) -> str | None:
         if condition is None:
             return None
-        pk, expires = expression.name("pk"), expression.name("expiresAt")
-        now = expression.value(int(self._now()))
+        pk = expression.name("pk")
         if isinstance(condition, Absent):
-            return f"(attribute_not_exists({pk}) OR {expires} < {now})"
-        alive = f"attribute_exists({pk}) AND (attribute_not_exists({expires}) OR {expires} >= {now})"
+            return f"(attribute_not_exists({pk}) OR {self._expired(expression)})"
+        alive = f"attribute_exists({pk}) AND NOT {self._expired(expression)}"
         if isinstance(condition, Exists):
             return f"({alive})"
         if isinstance(condition, Equals):
-            return f"({alive} AND {expression.name(condition.name)} = {expression.value(condition.value)})"
+            name = expression.name(condition.name)
+            type_code = next(iter(_serializer.serialize(condition.value)))
+            # The explicit type keeps True from equalling 1 and a missing attribute from equalling None under moto too.
+            match = f"attribute_type({name}, {expression.value(type_code)})"
+            if condition.value is not None:
+                match += f" AND {name} = {expression.value(condition.value)}"
+            return f"({alive} AND {match})"
         raise TypeError(f"unknown condition {condition!r}")
 
     def _operation(self, op: WriteOp) -> tuple[str, dict[str, Any]]:
@@ -151,7 +179,9 @@ class DynamoItemStore:
             return "Put", {"TableName": self._table, **params}
         key = _to_raw({"pk": op.key.pk, "sk": op.key.sk})
         if isinstance(op, Update):
-            condition = self._condition(expression, op.condition or Exists())
+            condition = self._condition(expression, Exists())
+            if op.condition is not None:
+                condition = f"{condition} AND {self._condition(expression, op.condition)}"
             sets = [f"{expression.name(k)} = {expression.value(v)}" for k, v in op.set.items()]
             removes = [expression.name(k) for k in op.remove]
             update = " ".join(
@@ -178,6 +208,7 @@ class DynamoItemStore:
     def write(self, *ops: WriteOp) -> None:
         if not ops:
             return
+        require_distinct_items(ops)
         operations = [self._operation(op) for op in ops]
         if len(operations) > 1:
             self._call("transact_write_items", TransactItems=[{kind: params} for kind, params in operations])
@@ -191,17 +222,42 @@ class DynamoItemStore:
         self._call(method, **params)
 
     def increment(self, key: Key, field: str, amount: int, *, expires_at: int | None = None) -> int:
+        # An expired counter that TTL has not deleted yet must restart, not keep counting.
+        for _ in range(_INCREMENT_ATTEMPTS):
+            try:
+                return self._add(key, field, amount, expires_at)
+            except ConditionFailed:
+                pass
+            fresh = {"pk": key.pk, "sk": key.sk, field: amount}
+            if expires_at is not None:
+                fresh["expiresAt"] = expires_at
+            expression = _Expression()
+            try:
+                self._call(
+                    "put_item",
+                    TableName=self._table,
+                    Item=_to_raw(fresh),
+                    **expression.params(ConditionExpression=self._expired(expression)),
+                )
+                return amount
+            except ConditionFailed:
+                continue  # another writer restarted or TTL removed it in between
+        raise DependencyUnavailable()
+
+    def _add(self, key: Key, field: str, amount: int, expires_at: int | None) -> int:
         expression = _Expression()
         update = f"ADD {expression.name(field)} {expression.value(amount)}"
         if expires_at is not None:
             expires = expression.name("expiresAt")
             update += f" SET {expires} = if_not_exists({expires}, {expression.value(expires_at)})"
+        condition = f"NOT {self._expired(expression)}"
         response = self._call(
             "update_item",
             TableName=self._table,
             Key=_to_raw({"pk": key.pk, "sk": key.sk}),
-            ReturnValues="UPDATED_NEW",
-            **expression.params(UpdateExpression=update),
+            # Not UPDATED_NEW: moto leaves out an attribute whose value did not change (ADD 0).
+            ReturnValues="ALL_NEW",
+            **expression.params(UpdateExpression=update, ConditionExpression=condition),
         )
         return int(_deserializer.deserialize(response["Attributes"][field]))
 

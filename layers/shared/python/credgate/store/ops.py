@@ -65,3 +65,10 @@ class Check:
 
 
 WriteOp = Union[Put, Update, Delete, Check]
+
+
+def require_distinct_items(ops: tuple[WriteOp, ...]) -> None:
+    """DynamoDB refuses a transaction that touches one item twice, so every adapter refuses it up front."""
+    keys = [op.key for op in ops]
+    if len(set(keys)) != len(keys):
+        raise ValueError("a write may touch each item only once")

@@ -9,7 +9,19 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from credgate.errors import ConditionFailed
-from credgate.store.ops import Absent, Check, Condition, Delete, Equals, Exists, Key, Put, Update, WriteOp
+from credgate.store.ops import (
+    Absent,
+    Check,
+    Condition,
+    Delete,
+    Equals,
+    Exists,
+    Key,
+    Put,
+    Update,
+    WriteOp,
+    require_distinct_items,
+)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS items (
@@ -20,6 +32,11 @@ CREATE TABLE IF NOT EXISTS items (
     PRIMARY KEY (pk, sk)
 ) WITHOUT ROWID
 """
+
+
+def _same_value(stored: Any, expected: Any) -> bool:
+    """Equality as DynamoDB sees it: typed (True is not 1) and key order of maps ignored."""
+    return json.dumps(stored, sort_keys=True) == json.dumps(expected, sort_keys=True)
 
 
 class SqliteItemStore:
@@ -54,7 +71,7 @@ class SqliteItemStore:
         return self._live(row)
 
     def get_many(self, keys: Sequence[Key]) -> list[dict[str, Any]]:
-        found = (self.get(key) for key in keys)
+        found = (self.get(key) for key in dict.fromkeys(keys))
         return [item for item in found if item is not None]
 
     def query(self, pk: str, prefix: str = "") -> list[dict[str, Any]]:
@@ -66,6 +83,7 @@ class SqliteItemStore:
         return [item for item in map(self._live, rows) if item is not None]
 
     def write(self, *ops: WriteOp) -> None:
+        require_distinct_items(ops)
         conn = self._connection()
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -80,10 +98,11 @@ class SqliteItemStore:
         conn = self._connection()
         conn.execute("BEGIN IMMEDIATE")
         try:
-            row = conn.execute("SELECT data FROM items WHERE pk = ? AND sk = ?", (key.pk, key.sk)).fetchone()
-            item = json.loads(row[0]) if row else {"pk": key.pk, "sk": key.sk}
-            if row is None and expires_at is not None:
-                item["expiresAt"] = expires_at
+            item = self._current(conn, key)
+            if item is None:
+                item = {"pk": key.pk, "sk": key.sk}
+                if expires_at is not None:
+                    item["expiresAt"] = expires_at
             item[field] = int(item.get(field, 0)) + amount
             self._store(conn, item)
         except BaseException:
@@ -104,7 +123,11 @@ class SqliteItemStore:
         elif isinstance(condition, Exists):
             ok = current is not None
         elif isinstance(condition, Equals):
-            ok = current is not None and current.get(condition.name) == condition.value
+            ok = (
+                current is not None
+                and condition.name in current
+                and _same_value(current[condition.name], condition.value)
+            )
         else:  # pragma: no cover - the op types are closed
             raise TypeError(f"unknown condition {condition!r}")
         if not ok:
