@@ -549,3 +549,23 @@ def test_an_unreachable_dynamodb_raises_dependency_unavailable(dynamo_store, dyn
 
     with pytest.raises(DependencyUnavailable):
         dynamo_store.get(Key(PK, "a"))
+
+
+def test_a_locked_sqlite_database_is_a_retryable_outage(tmp_path):
+    import sqlite3
+
+    from credgate.errors import DependencyUnavailable
+    from credgate.store.sqlite import SqliteItemStore
+
+    path = tmp_path / "locked.db"
+    store = SqliteItemStore(path)
+    store._connection().execute("PRAGMA busy_timeout = 50")
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(DependencyUnavailable):
+            store.write(Put(item("agent#locked")))
+    finally:
+        holder.execute("ROLLBACK")
+    store.write(Put(item("agent#locked")))
+    assert store.get(Key(PK, "agent#locked")) is not None

@@ -1,14 +1,15 @@
 """SQLite adapter of ItemStore: the same single-table item model as DynamoDB, in one WAL file."""
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, TypeVar
 
-from credgate.errors import ConditionFailed
+from credgate.errors import ConditionFailed, DependencyUnavailable
 from credgate.store.ops import (
     Absent,
     Check,
@@ -22,6 +23,8 @@ from credgate.store.ops import (
     WriteOp,
     require_distinct_items,
 )
+
+T = TypeVar("T")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS items (
@@ -37,6 +40,19 @@ CREATE TABLE IF NOT EXISTS items (
 def _same_value(stored: Any, expected: Any) -> bool:
     """Equality as DynamoDB sees it: typed (True is not 1) and key order of maps ignored."""
     return json.dumps(stored, sort_keys=True) == json.dumps(expected, sort_keys=True)
+
+
+def _unavailable_on_database_error(method: Callable[..., T]) -> Callable[..., T]:
+    """A locked, full or unreadable database is an outage the caller may retry, as on DynamoDB."""
+
+    @functools.wraps(method)
+    def guarded(*args: Any, **kwargs: Any) -> T:
+        try:
+            return method(*args, **kwargs)
+        except sqlite3.OperationalError as error:
+            raise DependencyUnavailable() from error
+
+    return guarded
 
 
 class SqliteItemStore:
@@ -64,16 +80,19 @@ class SqliteItemStore:
             return None
         return json.loads(data)
 
+    @_unavailable_on_database_error
     def get(self, key: Key) -> dict[str, Any] | None:
         row = self._connection().execute(
             "SELECT data, expires_at FROM items WHERE pk = ? AND sk = ?", (key.pk, key.sk)
         ).fetchone()
         return self._live(row)
 
+    @_unavailable_on_database_error
     def get_many(self, keys: Sequence[Key]) -> list[dict[str, Any]]:
         found = (self.get(key) for key in dict.fromkeys(keys))
         return [item for item in found if item is not None]
 
+    @_unavailable_on_database_error
     def query(self, pk: str, prefix: str = "") -> list[dict[str, Any]]:
         # A range on sk instead of LIKE keeps '%' and '_' in ids literal.
         rows = self._connection().execute(
@@ -82,6 +101,7 @@ class SqliteItemStore:
         ).fetchall()
         return [item for item in map(self._live, rows) if item is not None]
 
+    @_unavailable_on_database_error
     def write(self, *ops: WriteOp) -> None:
         require_distinct_items(ops)
         conn = self._connection()
@@ -94,6 +114,7 @@ class SqliteItemStore:
             raise
         conn.execute("COMMIT")
 
+    @_unavailable_on_database_error
     def increment(self, key: Key, field: str, amount: int, *, expires_at: int | None = None) -> int:
         conn = self._connection()
         conn.execute("BEGIN IMMEDIATE")
