@@ -56,6 +56,8 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(HTTPException)
     async def _http(_: Request, error: HTTPException) -> JSONResponse:
+        if error.status_code == 400:  # FastAPI's own "error parsing the body" (e.g. not UTF-8): route validation
+            return flat("Request body is not valid JSON")
         if error.status_code == 404:
             return envelope(404, "Not found", "not_found_error")
         if error.status_code == 405:

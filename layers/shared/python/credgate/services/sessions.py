@@ -39,12 +39,19 @@ def _safe_redirect(core: Core, redirect_to: str | None) -> str:
 
 
 def send_link(
-    core: Core, email: str, redirect_to: str | None, *, subject: str, intro: str, **attached: str
+    core: Core,
+    email: str,
+    redirect_to: str | None,
+    *,
+    subject: str,
+    intro: str,
+    ttl_seconds: int | None = None,
+    **attached: str,
 ) -> None:
     """Mail a single-use sign-in link; `attached` travels with it (e.g. an invitation to accept)."""
     target = _safe_redirect(core, redirect_to)
     token = new_token()
-    expires = core.clock.now() + timedelta(seconds=core.settings.email_link_ttl_seconds)
+    expires = core.clock.now() + timedelta(seconds=ttl_seconds or core.settings.email_link_ttl_seconds)
     link_item = key_item(
         schema.email_link(key_hash(token)), email=email, redirectTo=target, expiresAt=epoch(expires), **attached
     )

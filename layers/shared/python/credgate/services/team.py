@@ -71,6 +71,7 @@ def invite(core: Core, principal: Principal, request: InvitationCreate) -> Invit
         None,
         subject=f"You are invited to {org.get('name', 'an organization')} on credgate",
         intro=f"You have been invited to join {org.get('name', 'an organization')} as {request.role}. Open this link to accept:",
+        ttl_seconds=core.settings.invitation_ttl_seconds,  # the link lives as long as the invitation it carries
         invitationId=invitation_id,
         organizationId=org_id,
     )
