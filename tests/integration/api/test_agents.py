@@ -328,10 +328,6 @@ def test_secret_of_another_project_in_the_same_organization_is_refused(api, core
     assert response.json() == envelope("One or more secrets not found", "invalid_request_error")
 
 
-@pytest.mark.xfail(
-    reason="a deleted secret's id stays in agents' secretIds, so PUTting the list back fails; spec is silent, left to the lead",
-    strict=True,
-)
 def test_deleted_secret_leaves_the_agents_selection(api, tenant):
     secret = api.post("/v1/secrets", json=secret_body(), headers=tenant.project_headers).json()
     api.put(f"/v1/agents/{tenant.agent_id}/secrets", json={"secretIds": [secret["id"]]}, headers=tenant.project_headers)

@@ -53,14 +53,15 @@ def new_agent_writes(
     return NewAgent(agent, token, writes)
 
 
-def agent_view(item: Item, default_agent_id: str | None) -> Agent:
+def agent_view(item: Item, default_agent_id: str | None, existing_secret_ids: set[str]) -> Agent:
     return Agent(
         id=item["id"],
         name=item["name"],
         identifier=item["identifier"],
         isDefault=item["id"] == default_agent_id,
         secretMode=item["secretMode"],
-        secretIds=item["secretIds"],
+        # A deleted secret's id may linger in the assignment; it no longer means anything.
+        secretIds=[secret_id for secret_id in item["secretIds"] if secret_id in existing_secret_ids],
         createdAt=item["createdAt"],
     )
 
@@ -81,12 +82,14 @@ def list_agents(core: Core, principal: Principal) -> list[Agent]:
     project_id = principal.project()
     items = core.store.query(schema.agent(project_id, "").pk, "AGENT#")
     default = _default_agent_id(core, project_id)
-    return [agent_view(item, default) for item in items]
+    existing = visible_secret_ids(core, principal)
+    return [agent_view(item, default, existing) for item in items]
 
 
 def get_agent(core: Core, principal: Principal, agent_id: str) -> Agent:
     project_id = principal.project()
-    return agent_view(_agent(core, project_id, agent_id), _default_agent_id(core, project_id))
+    item = _agent(core, project_id, agent_id)
+    return agent_view(item, _default_agent_id(core, project_id), visible_secret_ids(core, principal))
 
 
 def find_agent_by_identifier(core: Core, principal: Principal, identifier: str) -> Item:
@@ -106,7 +109,7 @@ def create_agent(core: Core, principal: Principal, request: AgentCreate) -> Agen
         if failure.index == 1:
             raise Conflict(DUPLICATE_IDENTIFIER) from None
         raise
-    view = agent_view(new.agent, _default_agent_id(core, project_id))
+    view = agent_view(new.agent, _default_agent_id(core, project_id), set())
     return AgentCreated(**view.model_dump(), accessToken=new.token)
 
 
