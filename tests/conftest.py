@@ -18,6 +18,7 @@ from credgate.domain.enums import Role
 from credgate.keyring.kms import KmsKeyRing
 from credgate.keyring.local import LocalKeyRing
 from credgate.services import accounts
+from credgate.services.agent_setup import ca_certificate_from_store
 from credgate.services.core import Core, CredentialKind, Principal
 from credgate.settings import CoreSettings
 from credgate.store.dynamodb import DynamoItemStore, create_table
@@ -147,7 +148,8 @@ def core(request: pytest.FixtureRequest, tmp_path: Any, clock: MovableClock, mai
 
 @pytest.fixture
 def api(core: Core) -> Iterator[TestClient]:
-    with TestClient(create_app(core, in_process(core))) as client:
+    app = create_app(core, in_process(core), ca_certificate=lambda: ca_certificate_from_store(core.store))
+    with TestClient(app) as client:
         yield client
 
 

@@ -26,7 +26,8 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from credgate.errors import ConditionFailed
 from credgate.ports import ItemStore, KeyRing
-from credgate.store.ops import Absent, Key, Put
+from credgate.store import schema
+from credgate.store.ops import Absent, Put
 
 CA_COMMON_NAME = "credgate gateway CA"
 CA_VALIDITY = dt.timedelta(days=3650)
@@ -278,7 +279,7 @@ def _write_atomically(path: Path, data: bytes, mode: int) -> None:
 class ItemStoreCAStore:
     """The CA as one store item; its key encrypted by the key ring. Create-if-absent, then re-read."""
 
-    KEY = Key("GATEWAY", "CA")
+    KEY = schema.gateway_ca()
     ENCRYPTION_CONTEXT = {"purpose": "gateway-ca"}
 
     def __init__(self, store: ItemStore, keyring: KeyRing) -> None:

@@ -24,6 +24,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--upstream-ca-bundle", type=Path, help="extra trusted roots for upstream TLS")
     serve.add_argument("--owner-email", default=None, help="email of the local owner account (first start only)")
+    serve.add_argument("--approval-timeout", type=int, default=180, help="seconds a held request waits for a decision")
+    serve.add_argument("--drain-timeout", type=float, default=30.0, help="seconds to let in-flight requests finish on stop")
     serve.add_argument("--log-level", default="INFO")
     return parser
 

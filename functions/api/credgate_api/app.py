@@ -10,7 +10,7 @@ from credgate.services.auth import RouteScope, route_scope
 from credgate.services.core import Core
 from credgate_api import errors
 from credgate_api.middleware import AuthenticationMiddleware, PrincipalResolver
-from credgate_api.routers import agents, approvals, auth, org_settings, projects, rules, secrets, team, user, utility
+from credgate_api.routers import agent_setup, agents, approvals, auth, org_settings, projects, rules, secrets, team, user, utility
 
 API_PREFIX = "/v1"
 _ROUTERS = (
@@ -27,10 +27,17 @@ _ROUTERS = (
     org_settings.router,
     projects.router,
     team.router,
+    agent_setup.router,
 )
 
 
-def create_app(core: Core, resolver: PrincipalResolver, ready: Callable[[], bool] = lambda: True) -> FastAPI:
+def create_app(
+    core: Core,
+    resolver: PrincipalResolver,
+    *,
+    ca_certificate: Callable[[], str | None],
+    ready: Callable[[], bool] = lambda: True,
+) -> FastAPI:
     app = FastAPI(
         title="credgate management API",
         version="1.0",
@@ -40,6 +47,7 @@ def create_app(core: Core, resolver: PrincipalResolver, ready: Callable[[], bool
     )
     app.state.core = core
     app.state.ready = ready
+    app.state.ca_certificate = ca_certificate
     for router in _ROUTERS:
         app.include_router(router, prefix=API_PREFIX)
     errors.install(app)

@@ -8,6 +8,7 @@ from credgate.clock import SystemClock
 from credgate.keyring.kms import KmsKeyRing
 from credgate.logs import configure_logging
 from credgate.mail.ses import SesMailer
+from credgate.services.agent_setup import ca_certificate_from_store
 from credgate.services.core import Core
 from credgate.settings import CloudSettings
 from credgate.store.dynamodb import DynamoItemStore
@@ -27,5 +28,6 @@ def build_core(settings: CloudSettings) -> Core:
 
 configure_logging("credgate-api")
 settings = CloudSettings()  # type: ignore[call-arg]  # read from the environment the stack sets
-app = create_app(build_core(settings), from_authorizer)
+core = build_core(settings)
+app = create_app(core, from_authorizer, ca_certificate=lambda: ca_certificate_from_store(core.store))
 handler = Mangum(app, lifespan="off", api_gateway_base_path="/")

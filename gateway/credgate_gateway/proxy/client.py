@@ -368,6 +368,7 @@ class ClientConnection(asyncio.BufferedProtocol):
                 exchange.tunneled,
             )
             decision = await hooks.on_request(identity, request)
+            exchange.note = getattr(decision, "note", None)
             if isinstance(decision, Forward):
                 head = self._request_head(exchange, decision)
                 exchange.observer = decision.observer
@@ -484,6 +485,7 @@ class ClientConnection(asyncio.BufferedProtocol):
                 exchange.error,
                 self.peer,
                 exchange.tunneled,
+                exchange.note,
             ),
         )
 

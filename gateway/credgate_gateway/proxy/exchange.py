@@ -107,6 +107,7 @@ class Exchange:
         "task",
         "recorded",
         "canned",
+        "note",
     )
 
     def __init__(
@@ -170,6 +171,7 @@ class Exchange:
         self.task: asyncio.Task[None] | None = None
         self.recorded = False
         self.canned: tuple[bytes, int, str | None] | None = None
+        self.note: Any = None
 
     # request body, from the agent
 

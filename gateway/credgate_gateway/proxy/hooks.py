@@ -67,6 +67,8 @@ class Respond:
     body: bytes = b""
     error: str | None = None
     """A stable error code for the completion record (e.g. "blocked_by_policy"), if this is a refusal."""
+    note: Any = None
+    """Anything the pipeline wants back in this request's RequestRecord (e.g. the injected secret ids)."""
 
 
 class ResponseObserver(Protocol):
@@ -94,6 +96,8 @@ class Forward:
     target: str
     headers: list[tuple[str, str]]
     observer: ResponseObserver | None = None
+    note: Any = None
+    """Anything the pipeline wants back in this request's RequestRecord (e.g. the injected secret ids)."""
 
 
 @dataclass(slots=True)
@@ -122,6 +126,8 @@ class RequestRecord:
     """A stable code when the request failed or was refused, else None."""
     client: tuple[str, int]
     tunneled: bool
+    note: Any = None
+    """The `note` of the hook's Forward or Respond, or None."""
 
 
 class ProxyHooks(Protocol):

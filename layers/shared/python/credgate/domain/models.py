@@ -394,3 +394,12 @@ class Approval(BaseModel):
 
 class ApprovalDecision(Request):
     decision: Literal["approve", "deny"]
+
+
+class ContainerConfig(BaseModel):
+    agentId: str
+    identifier: str
+    gatewayUrl: str
+    caCertPath: str
+    env: dict[str, str]
+    caCert: str

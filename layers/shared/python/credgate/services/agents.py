@@ -92,6 +92,14 @@ def get_agent(core: Core, principal: Principal, agent_id: str) -> Agent:
     return agent_view(item, _default_agent_id(core, project_id), visible_secret_ids(core, principal))
 
 
+def default_agent(core: Core, principal: Principal) -> Item:
+    project_id = principal.project()
+    default = _default_agent_id(core, project_id)
+    if default is None:
+        raise NotFound(AGENT_NOT_FOUND)
+    return _agent(core, project_id, default)
+
+
 def find_agent_by_identifier(core: Core, principal: Principal, identifier: str) -> Item:
     project_id = principal.project()
     pointer = core.store.get(schema.agent_identifier(project_id, identifier))
