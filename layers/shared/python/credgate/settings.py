@@ -28,7 +28,14 @@ class CloudSettings(BaseSettings):
     api_url: str
     app_url: str
     gateway_url: str = ""
+    gateway_port: int = 10255
+    approval_timeout_seconds: int = 180
     region: str | None = None
 
     def core(self) -> CoreSettings:
-        return CoreSettings(api_url=self.api_url, app_url=self.app_url, gateway_url=self.gateway_url)
+        return CoreSettings(
+            api_url=self.api_url,
+            app_url=self.app_url,
+            gateway_url=self.gateway_url,
+            approval_timeout_seconds=self.approval_timeout_seconds,
+        )
