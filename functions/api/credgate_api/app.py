@@ -72,6 +72,13 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
         "schema": {"type": "string"},
         "description": "Required with an organization key or a session; a project key always acts on its own project.",
     }
+    organization_header = {
+        "name": "X-Organization-Id",
+        "in": "header",
+        "required": False,
+        "schema": {"type": "string"},
+        "description": "Sessions only: which organization to act on when the signed-in person belongs to several.",
+    }
     for path, operations in schema["paths"].items():
         for method, operation in operations.items():
             scope = route_scope(method.upper(), path)
@@ -79,7 +86,9 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
                 operation["security"] = []
                 continue
             operation["security"] = [{"apiKey": []}, {"session": []}]
-            if scope is RouteScope.PROJECT:
-                operation.setdefault("parameters", []).append(project_header)
+            headers = [project_header] if scope is RouteScope.PROJECT else []
+            if scope is not RouteScope.PARTNER:
+                headers.append(organization_header)
+            operation.setdefault("parameters", []).extend(headers)
     app.openapi_schema = schema
     return schema

@@ -76,13 +76,14 @@ def test_security_schemes_and_per_operation_security(api):
     assert "201" in operations[("post", "/v1/org/secrets")]["responses"]
 
 
-def test_project_header_is_documented_on_project_routes_only(api):
+def test_tenant_headers_are_documented_where_they_apply(api):
     paths = _schema(api)["paths"]
 
     def header_names(method, path):
         return [p["name"] for p in paths[path][method].get("parameters", []) if p["in"] == "header"]
 
-    assert header_names("get", "/v1/agents") == ["X-Project-Id"]
-    assert header_names("post", "/v1/secrets") == ["X-Project-Id"]
-    assert header_names("post", "/v1/org/secrets") == []
-    assert header_names("get", "/v1/projects") == []
+    assert header_names("get", "/v1/agents") == ["X-Project-Id", "X-Organization-Id"]
+    assert header_names("post", "/v1/secrets") == ["X-Project-Id", "X-Organization-Id"]
+    assert header_names("post", "/v1/org/secrets") == ["X-Organization-Id"]
+    assert header_names("get", "/v1/projects") == ["X-Organization-Id"]
+    assert header_names("get", "/v1/health") == []
