@@ -15,10 +15,11 @@ from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, TypeVar
 
 from credgate.domain.enums import Scope, SecretMode, ValueSource
-from credgate.domain.injection import parse_injection_config
 from credgate.keys import KeyKind, key_hash
 from credgate.policy import CompiledConfig, RuleSpec, SecretSpec
 from credgate.services.core import GLOBAL_CONFIG_SCOPE, Core
+from credgate.services.rules import rule_spec
+from credgate.services.secrets import secret_spec
 from credgate.store import schema
 
 log = logging.getLogger("credgate.gateway")
@@ -134,7 +135,7 @@ class TenantCache:
 
     def _load_project(self, org_id: str, project_id: str) -> tuple[ProjectConfig, str | None]:
         version = self._version(org_id)  # read first: a change during the load leaves this entry stale-marked
-        store, keyring = self.core.store, self.core.keyring
+        store = self.core.store
         org = store.get(schema.organization(org_id)) or {}
         levels = [
             (Scope.PROJECT, schema.project(project_id).pk, {"organizationId": org_id, "projectId": project_id}),
@@ -144,37 +145,10 @@ class TenantCache:
         rules: list[RuleSpec] = []
         for scope, partition, context in levels:
             for item in store.query(partition, "SECRET#"):
-                if item["valueSource"] != ValueSource.INLINE.value:
-                    continue  # 1Password references are resolved by no gateway yet; the secret is skipped
-                value = keyring.decrypt(item["valueCiphertext"], {**context, "secretId": item["id"]}).decode()
-                secrets.append(
-                    SecretSpec(
-                        id=item["id"],
-                        scope=scope,
-                        type=item["type"],
-                        host_pattern=item["hostPattern"],
-                        path_pattern=item.get("pathPattern"),
-                        injection=parse_injection_config(item.get("injectionConfig")),
-                        value=value,
-                        created_at=item["createdAt"],
-                    )
-                )
-            for item in store.query(partition, "RULE#"):
-                rules.append(
-                    RuleSpec(
-                        id=item["id"],
-                        scope=scope,
-                        name=item["name"],
-                        host_pattern=item["hostPattern"],
-                        path_pattern=item.get("pathPattern"),
-                        method=item.get("method"),
-                        action=item["action"],
-                        enabled=item["enabled"],
-                        agent_id=item.get("agentId"),
-                        rate_limit=item.get("rateLimit"),
-                        rate_limit_window=item.get("rateLimitWindow"),
-                    )
-                )
+                # 1Password references are resolved by no gateway yet: such secrets are skipped.
+                if item["valueSource"] == ValueSource.INLINE.value:
+                    secrets.append(secret_spec(self.core, scope, context, item))
+            rules.extend(rule_spec(item, scope) for item in store.query(partition, "RULE#"))
         compiled = CompiledConfig.build(secrets, rules, org.get("policyMode", "allow"))
         values = tuple(spec.value for spec in secrets)
         return ProjectConfig(org_id, project_id, compiled, values), version

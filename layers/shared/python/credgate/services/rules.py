@@ -7,6 +7,7 @@ from credgate.domain.enums import RuleAction, Scope
 from credgate.domain.models import Rule, RuleCreate, RulePatch
 from credgate.errors import ConditionFailed, NotFound, ValidationFailed
 from credgate.keys import new_id
+from credgate.policy import RuleSpec
 from credgate.services.core import Core, config_changed
 from credgate.services.owners import Owner
 from credgate.services.records import Item, key_item
@@ -33,6 +34,23 @@ def rule_view(item: Item, scope: Scope) -> Rule:
         scope=scope,
         createdAt=item["createdAt"],
         updatedAt=item["updatedAt"],
+    )
+
+
+def rule_spec(item: Item, scope: Scope) -> RuleSpec:
+    """The stored rule as the gateway's policy evaluation takes it."""
+    return RuleSpec(
+        id=item["id"],
+        scope=scope,
+        name=item["name"],
+        host_pattern=item["hostPattern"],
+        path_pattern=item.get("pathPattern"),
+        method=item.get("method"),
+        action=item["action"],
+        enabled=item["enabled"],
+        agent_id=item.get("agentId"),
+        rate_limit=item.get("rateLimit"),
+        rate_limit_window=item.get("rateLimitWindow"),
     )
 
 

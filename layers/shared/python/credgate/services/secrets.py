@@ -16,6 +16,7 @@ from credgate.domain.models import (
 )
 from credgate.errors import ConditionFailed, NotFound, ValidationFailed
 from credgate.keys import new_id
+from credgate.policy import SecretSpec
 from credgate.services.core import Core, Principal, config_changed
 from credgate.services.owners import Owner, organization_owner, project_owner
 from credgate.services.records import Item, key_item
@@ -145,6 +146,16 @@ def delete_secret(core: Core, owner: Owner, secret_id: str) -> None:
         raise NotFound(SECRET_NOT_FOUND) from None
 
 
-def reveal(core: Core, owner: Owner, item: Item) -> str:
-    """The plaintext, for the gateway's in-memory config only."""
-    return core.keyring.decrypt(item["valueCiphertext"], owner.encryption_context(item["id"])).decode()
+def secret_spec(core: Core, scope: Scope, context: dict[str, str], item: Item) -> SecretSpec:
+    """The stored secret with its value decrypted, for the gateway's in-memory config only."""
+    value = core.keyring.decrypt(item["valueCiphertext"], {**context, "secretId": item["id"]}).decode()
+    return SecretSpec(
+        id=item["id"],
+        scope=scope,
+        type=item["type"],
+        host_pattern=item["hostPattern"],
+        path_pattern=item.get("pathPattern"),
+        injection=parse_injection_config(item.get("injectionConfig")),
+        value=value,
+        created_at=item["createdAt"],
+    )
