@@ -28,6 +28,9 @@ class DeploymentConfig:
     gateway_desired_count: int = 2
     # Who may open proxy connections; the gateway authenticates every request by agent token.
     gateway_ingress_cidr: str = "0.0.0.0/0"
+    # An ACM certificate for the gateway's domain: the NLB then speaks TLS on 443, so agent tokens
+    # never cross the network in clear text (agents use HTTPS_PROXY=https://...). Without it: TCP 10255.
+    gateway_certificate_arn: str | None = None
     api_throttle_rate: int = 200
     api_throttle_burst: int = 400
 
@@ -47,6 +50,7 @@ class DeploymentConfig:
             log_level=_context(node, "logLevel", defaults.log_level),
             gateway_desired_count=_context(node, "gatewayDesiredCount", defaults.gateway_desired_count, int),
             gateway_ingress_cidr=_context(node, "gatewayIngressCidr", defaults.gateway_ingress_cidr),
+            gateway_certificate_arn=_context(node, "gatewayCertificateArn", None),
             api_throttle_rate=_context(node, "apiThrottleRate", defaults.api_throttle_rate, int),
             api_throttle_burst=_context(node, "apiThrottleBurst", defaults.api_throttle_burst, int),
         )

@@ -49,6 +49,7 @@ class CredgateStack(Stack):
             environment=environment,
             desired_count=config.gateway_desired_count,
             ingress_cidr=config.gateway_ingress_cidr,
+            certificate_arn=config.gateway_certificate_arn,
         )
         runtime = FunctionRuntime(
             self,

@@ -18,6 +18,7 @@ from infra.capabilities.functions import LOG_RETENTION
 from infra.nag import acknowledge
 
 PROXY_PORT = 10255
+TLS_LISTENER_PORT = 443
 HEALTH_PATH = "/healthz"
 CONTAINER_NAME = "proxy"
 _HEALTH_PROBE = (
@@ -37,8 +38,12 @@ class Gateway(Construct):
         environment: Mapping[str, str],
         desired_count: int,
         ingress_cidr: str,
+        certificate_arn: str | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
+        # With a certificate the NLB terminates TLS (agents' proxy credentials travel encrypted);
+        # without one it passes TCP through and agents speak plain HTTP to the proxy port.
+        listener_port = TLS_LISTENER_PORT if certificate_arn else PROXY_PORT
 
         flow_logs = logs.LogGroup(self, "VpcFlowLogs", retention=LOG_RETENTION)
         self.vpc = ec2.Vpc(
@@ -63,7 +68,7 @@ class Gateway(Construct):
             allow_all_outbound=False,
         )
         self.load_balancer_security_group.add_ingress_rule(
-            ec2.Peer.ipv4(ingress_cidr), ec2.Port.tcp(PROXY_PORT), "proxy connections from agents"
+            ec2.Peer.ipv4(ingress_cidr), ec2.Port.tcp(listener_port), "proxy connections from agents"
         )
         self.task_security_group = ec2.SecurityGroup(
             self,
@@ -158,8 +163,17 @@ class Gateway(Construct):
             security_groups=[self.load_balancer_security_group],
             vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PUBLIC),
         )
-        # TCP pass-through: agents speak plain HTTP proxy (CONNECT) to the task, which terminates TLS.
-        self.listener = self.load_balancer.add_listener("Proxy", port=PROXY_PORT, protocol=elbv2.Protocol.TCP)
+        if certificate_arn:
+            self.listener = self.load_balancer.add_listener(
+                "Proxy",
+                port=TLS_LISTENER_PORT,
+                protocol=elbv2.Protocol.TLS,
+                certificates=[elbv2.ListenerCertificate.from_arn(certificate_arn)],
+                ssl_policy=elbv2.SslPolicy.RECOMMENDED_TLS,
+            )
+        else:
+            # TCP pass-through: agents speak plain HTTP proxy (CONNECT) to the task, which intercepts TLS.
+            self.listener = self.load_balancer.add_listener("Proxy", port=PROXY_PORT, protocol=elbv2.Protocol.TCP)
         self.target_group = self.listener.add_targets(
             "Tasks",
             port=PROXY_PORT,
@@ -178,7 +192,8 @@ class Gateway(Construct):
             deregistration_delay=Duration.seconds(120),
         )
 
-        self.url = f"http://{self.load_balancer.load_balancer_dns_name}:{PROXY_PORT}"
+        scheme = "https" if certificate_arn else "http"
+        self.url = f"{scheme}://{self.load_balancer.load_balancer_dns_name}:{listener_port}"
         self.container.add_environment("CREDGATE_GATEWAY_URL", self.url)
 
         self._suppress_findings(open_to_internet=ingress_cidr in ("0.0.0.0/0", "::/0"))
@@ -187,7 +202,8 @@ class Gateway(Construct):
         acknowledge(
             self.load_balancer.node.default_child,
             "AwsSolutions-ELB2",
-            "NLB access logs only cover TLS listeners; this one is TCP pass-through (TLS ends in the task).",
+            "Every proxied request is logged by the gateway tasks themselves (one JSON line with agent, host, "
+            "method, path, status, injected secret ids and duration); NLB connection logs would add nothing.",
         )
         execution_policy = self.task_definition.obtain_execution_role().node.find_child("DefaultPolicy")
         acknowledge(

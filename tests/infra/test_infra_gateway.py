@@ -121,3 +121,41 @@ def test_image_context_holds_only_what_the_image_needs(synthesized):
     assert (context / "layers" / "shared" / "python" / "credgate" / "__init__.py").is_file()
     assert sorted(p.name for p in (context / "layers" / "shared" / "python").iterdir()) == ["credgate"]
     assert not list(context.rglob("__pycache__"))
+
+
+@pytest.fixture(scope="module")
+def with_certificate(tmp_path_factory):
+    """The stack as deployed with context gatewayCertificateArn: the NLB then terminates TLS."""
+    from aws_cdk.assertions import Template
+
+    from infra.cdk_app import build
+    from tests.infra.conftest import REPO_ROOT
+
+    context = json.loads((REPO_ROOT / "cdk.json").read_text())["context"]
+    context["gatewayCertificateArn"] = CERTIFICATE_ARN
+    _, stack = build(outdir=str(tmp_path_factory.mktemp("cdk.out.tls")), context=context)
+    return Template.from_stack(stack).to_json()["Resources"]
+
+
+CERTIFICATE_ARN = "arn:aws:acm:us-east-1:123456789012:certificate/11111111-2222-3333-4444-555555555555"
+
+
+def test_with_a_certificate_agents_reach_the_proxy_over_tls(with_certificate):
+    (listener,) = [r for r in with_certificate.values() if r["Type"] == "AWS::ElasticLoadBalancingV2::Listener"]
+    properties = listener["Properties"]
+    assert (properties["Protocol"], properties["Port"]) == ("TLS", 443)
+    assert properties["Certificates"] == [{"CertificateArn": CERTIFICATE_ARN}]
+    (target_group,) = [r for r in with_certificate.values() if r["Type"] == "AWS::ElasticLoadBalancingV2::TargetGroup"]
+    assert (target_group["Properties"]["Protocol"], target_group["Properties"]["Port"]) == ("TCP", 10255)
+    ingress = [
+        rule
+        for r in with_certificate.values()
+        if r["Type"] == "AWS::EC2::SecurityGroup"
+        for rule in r["Properties"].get("SecurityGroupIngress", [])
+        if rule.get("CidrIp") == "0.0.0.0/0"
+    ]
+    assert [(rule["FromPort"], rule["ToPort"]) for rule in ingress] == [(443, 443)]
+    (task,) = [r for r in with_certificate.values() if r["Type"] == "AWS::ECS::TaskDefinition"]
+    environment = {e["Name"]: e["Value"] for e in task["Properties"]["ContainerDefinitions"][0]["Environment"]}
+    url = json.dumps(environment["CREDGATE_GATEWAY_URL"])
+    assert '"https://"' in url and ":443" in url
