@@ -19,7 +19,7 @@ from credgate.keys import KeyKind, key_hash
 from credgate.policy import CompiledConfig, RuleSpec, SecretSpec
 from credgate.services.core import GLOBAL_CONFIG_SCOPE, Core
 from credgate.services.rules import rule_spec
-from credgate.services.secrets import secret_spec
+from credgate.services.secrets import reveal, secret_spec
 from credgate.store import schema
 
 log = logging.getLogger("credgate.gateway")
@@ -65,6 +65,7 @@ class TenantCache:
         self._unknown_tokens: set[str] = set()
         self._loading: dict[tuple[str, str], asyncio.Future[Any]] = {}
         self._global_version: str | None = None
+        self._plaintexts: dict[str, dict[tuple[str, str], str]] = {}
 
     async def blocking(self, function: Callable[..., T], *args: Any) -> T:
         """Store and KMS calls block; they run on the cache's threads, never on the event loop."""
@@ -144,14 +145,26 @@ class TenantCache:
         secrets: list[SecretSpec] = []
         rules: list[RuleSpec] = []
         for scope, partition, context in levels:
-            for item in store.query(partition, "SECRET#"):
-                # 1Password references are resolved by no gateway yet: such secrets are skipped.
-                if item["valueSource"] == ValueSource.INLINE.value:
-                    secrets.append(secret_spec(self.core, scope, context, item))
+            # 1Password references are resolved by no gateway yet: such secrets are skipped.
+            inline = [item for item in store.query(partition, "SECRET#") if item["valueSource"] == ValueSource.INLINE.value]
+            values = self._decrypted(partition, context, inline)
+            secrets.extend(secret_spec(item, scope, values[item["id"]]) for item in inline)
             rules.extend(rule_spec(item, scope) for item in store.query(partition, "RULE#"))
         compiled = CompiledConfig.build(secrets, rules, org.get("policyMode", "allow"))
         values = tuple(spec.value for spec in secrets)
         return ProjectConfig(org_id, project_id, compiled, values), version
+
+    def _decrypted(self, partition: str, context: dict[str, str], items: list[dict[str, Any]]) -> dict[str, str]:
+        """Values by secret id. A ciphertext is decrypted once (reloading after a rule change costs no
+        KMS call), and a deleted or replaced value leaves memory at the partition's next load."""
+        known = self._plaintexts.get(partition, {})
+        current = {
+            (item["id"], item["valueCiphertext"]): known.get((item["id"], item["valueCiphertext"]))
+            or reveal(self.core, context, item)
+            for item in items
+        }
+        self._plaintexts[partition] = current
+        return {secret_id: value for (secret_id, _), value in current.items()}
 
     # change detection
 

@@ -146,9 +146,13 @@ def delete_secret(core: Core, owner: Owner, secret_id: str) -> None:
         raise NotFound(SECRET_NOT_FOUND) from None
 
 
-def secret_spec(core: Core, scope: Scope, context: dict[str, str], item: Item) -> SecretSpec:
-    """The stored secret with its value decrypted, for the gateway's in-memory config only."""
-    value = core.keyring.decrypt(item["valueCiphertext"], {**context, "secretId": item["id"]}).decode()
+def reveal(core: Core, context: dict[str, str], item: Item) -> str:
+    """The plaintext of a stored value, for the gateway's in-memory config only."""
+    return core.keyring.decrypt(item["valueCiphertext"], {**context, "secretId": item["id"]}).decode()
+
+
+def secret_spec(item: Item, scope: Scope, value: str) -> SecretSpec:
+    """A stored secret as the gateway's matching and injection take it."""
     return SecretSpec(
         id=item["id"],
         scope=scope,
