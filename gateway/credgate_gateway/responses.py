@@ -1,14 +1,15 @@
 """The gateway's own answers: JSON with a stable `error` code, shaped for the LLM vendors' SDKs.
 
-On api.anthropic.com and api.openai.com the SDKs read their vendor's error shape, so
-the body takes that shape (the SDK then shows our message) and still carries our code.
+On the LLM hosts (api.anthropic.com, api.openai.com and its regional variants) the SDKs read
+their vendor's error shape, so the body takes that shape (the SDK then shows our message) and
+still carries our code.
 """
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from credgate.policy import LLM_HOSTS
+from credgate.policy import is_llm_host, normalize_host
 
 from credgate_gateway.proxy import Respond
 
@@ -17,9 +18,9 @@ _OPENAI_TYPES = {400: "invalid_request_error", 403: "permission_denied", 429: "r
 
 
 def _vendor(host: str) -> str | None:
-    if host not in LLM_HOSTS:
+    if not is_llm_host(host):
         return None
-    return "anthropic" if "anthropic" in host else "openai"
+    return "anthropic" if normalize_host(host).endswith(".anthropic.com") else "openai"
 
 
 def refusal(
