@@ -435,6 +435,7 @@ class Exchange:
         self.status = status
         self.error = error
         self.close_after = self.must_close()
+        self.bytes_out += len(payload) - (payload.find(b"\r\n\r\n") + 4)  # the body after the head
         self.client.send(payload)
         self.client.exchange_finished(self)
 

@@ -155,3 +155,13 @@ def test_request_target_not_matching_the_tunnel_is_refused(setup, agent_tls):
     assert response.status_code == 400
     assert json.loads(body)["error"] == "bad_request"
     assert s.upstream.requests == []
+
+
+def test_the_gateways_own_answers_count_their_body_in_the_record(setup):
+    """A 407 written by the gateway is a response body the agent received, so bytes_out says so."""
+    s = setup(tls=False)
+    with s.client(token=None) as client:
+        response = client.get(f"http://{API_HOST}/x")
+    assert response.status_code == 407
+    (record,) = s.hooks.wait_records(1)
+    assert record.bytes_out == len(response.content) > 0
