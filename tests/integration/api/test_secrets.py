@@ -134,7 +134,11 @@ def test_bad_injection_configs_are_refused_with_a_clear_message(api, tenant):
         ({"pathRegex": "^/(.*)$", "pathReplacement": "/{value}/$2"}, "pathReplacement refers to $2 but pathRegex has 1 capture groups"),
         (
             {"pathRegex": "(", "pathReplacement": "{value}"},
-            "pathRegex is not a valid regular expression: missing ), unterminated subpattern at position 0",
+            "pathRegex is not a valid RE2 regular expression (no backreferences or lookaround): missing ): (",
+        ),
+        (
+            {"pathRegex": r"^/(a)\1", "pathReplacement": "{value}"},
+            "pathRegex is not a valid RE2 regular expression (no backreferences or lookaround): invalid escape sequence: \\1",
         ),
         ("X-Api-Key", "injectionConfig must be an object or null"),
     ]

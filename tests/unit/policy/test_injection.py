@@ -263,3 +263,12 @@ def test_secret_value_appears_in_no_repr_or_str():
     shown += [repr(SecretInjection(spec)) for spec in specs]
     shown += [repr(plan), str(plan), repr(config), repr(config.select_secrets("api.example.com", "/"))]
     assert plan.secrets and all(value not in text for text in shown)
+
+
+def test_path_regexes_run_on_re2_so_no_pattern_can_backtrack_forever():
+    from credgate.domain.path_regex import compile_path_regex
+
+    pattern = compile_path_regex(r"(a+)+$")
+    assert type(pattern).__module__.startswith("re2")
+    # Exponential for a backtracking engine; linear for RE2.
+    assert pattern.search("a" * 40 + "!") is None

@@ -6,6 +6,7 @@ from typing import Annotated, Any, Union
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
+from credgate.domain.path_regex import compile_path_regex
 from credgate.domain.validation import first_error_message
 
 GENERIC_METHOD_REQUIRED = "Header name, parameter name, or URL path template is required for generic secrets"
@@ -73,10 +74,7 @@ class PathRegexInjection(_Variant):
 
     @model_validator(mode="after")
     def _check(self) -> "PathRegexInjection":
-        try:
-            groups = re.compile(self.pathRegex).groups
-        except re.error as error:
-            raise ValueError(f"pathRegex is not a valid regular expression: {error}") from None
+        groups = compile_path_regex(self.pathRegex).groups
         if VALUE_TOKEN not in self.pathReplacement:
             raise ValueError("pathReplacement must contain {value}")
         for reference in _GROUP_REFERENCE.findall(self.pathReplacement):

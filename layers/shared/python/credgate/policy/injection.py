@@ -10,6 +10,7 @@ import re
 from collections.abc import Iterable, Sequence
 from urllib.parse import quote, unquote
 
+from credgate.domain.path_regex import compile_path_regex
 from credgate.domain.injection import (
     VALUE_TOKEN,
     HeaderInjection,
@@ -115,7 +116,7 @@ class _PathRewrite:
     __slots__ = ("secret_id", "regex", "tokens", "check_dot_segments")
 
     def __init__(
-        self, secret_id: str, regex: re.Pattern[str], tokens: tuple[str | int | None, ...], check_dot_segments: bool
+        self, secret_id: str, regex: Any, tokens: tuple[str | int | None, ...], check_dot_segments: bool
     ) -> None:
         self.secret_id = secret_id
         self.regex = regex
@@ -230,7 +231,7 @@ class SecretInjection:
 
     def _compile_path_regex(self, injection: PathRegexInjection) -> None:
         self.refusal = self._path_value_refusal()
-        regex = re.compile(injection.pathRegex)
+        regex = compile_path_regex(injection.pathRegex)
         tokens: list[str | int | None] = []
         for part in _REPLACEMENT_TOKEN.split(injection.pathReplacement):
             if part == VALUE_TOKEN:
