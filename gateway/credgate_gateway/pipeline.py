@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 import re
 import time
 from dataclasses import dataclass
@@ -15,10 +14,10 @@ from credgate.services.approvals import HeldRequest
 from credgate.store import schema
 
 from credgate_gateway import responses
+from credgate_gateway.access_log import AccessLog
 from credgate_gateway.proxy import Forward, ProxyRequest, RequestRecord, Respond
 from credgate_gateway.tenancy import AgentIdentity, ProjectConfig, TenantCache
 
-log = logging.getLogger("credgate.gateway")
 
 PREVIEW_BYTES = 2048
 _REDACTED = "[REDACTED]"
@@ -46,9 +45,12 @@ class PipelineSettings:
 class CredentialPipeline:
     """Implements the engine's ProxyHooks."""
 
-    def __init__(self, tenants: TenantCache, settings: PipelineSettings | None = None) -> None:
+    def __init__(
+        self, tenants: TenantCache, settings: PipelineSettings | None = None, access_log: AccessLog | None = None
+    ) -> None:
         self.tenants = tenants
         self.settings = settings or PipelineSettings()
+        self.access_log = access_log or AccessLog("credgate-gateway")
 
     async def authenticate(self, token: str | None) -> AgentIdentity | None:
         return await self.tenants.agent(token)
@@ -156,9 +158,8 @@ class CredentialPipeline:
 
     def on_complete(self, identity: AgentIdentity | None, record: RequestRecord) -> None:
         note: RequestNote | None = record.note
-        log.info(
-            "proxied request",
-            extra={
+        self.access_log.write(
+            {
                 "agentId": identity.agent_id if identity else None,
                 "organizationId": identity.organization_id if identity else None,
                 "projectId": identity.project_id if identity else None,
@@ -172,5 +173,5 @@ class CredentialPipeline:
                 "durationMs": round(record.duration * 1000, 3),
                 "bytesIn": record.bytes_in,
                 "bytesOut": record.bytes_out,
-            },
+            }
         )

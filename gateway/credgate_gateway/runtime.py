@@ -52,4 +52,5 @@ class Gateway:
         if self._watcher is not None:
             self._watcher.cancel()
         await self.server.shutdown(drain_timeout)
+        self.pipeline.access_log.flush()
         self.tenants.close()
