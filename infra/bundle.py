@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -25,7 +26,7 @@ LAMBDA_PYTHON_VERSION = "3.12"
 LAMBDA_PLATFORMS = ("manylinux2014_aarch64", "manylinux_2_28_aarch64")
 # Gateway-only servers, and the SDK that the Lambda runtime already provides.
 NOT_IN_LAYER = frozenset({"uvicorn", "uvloop", "httptools", "boto3", "botocore"})
-_BUILD_FORMAT = 1
+_BUILD_FORMAT = 2  # 2: precompiled for the runtime
 
 
 def _distribution_name(requirement: str) -> str:
@@ -85,8 +86,43 @@ def _install_wheels(requirements: list[str], target: Path) -> None:
             raise RuntimeError(f"{leaked} was pulled into the layer by a dependency; the runtime provides it")
 
 
-def _sync_tree(source: Path, destination: Path) -> None:
-    """Makes `destination` a copy of `source`, touching only files that differ."""
+@functools.cache
+def _lambda_interpreter() -> str | None:
+    """A local Python of the Lambda runtime's version, to precompile the layer with (or None)."""
+    pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+    candidates = [
+        *sorted(map(str, pyenv.glob(f"{LAMBDA_PYTHON_VERSION}.*/bin/python{LAMBDA_PYTHON_VERSION}")), reverse=True),
+        shutil.which(f"python{LAMBDA_PYTHON_VERSION}"),
+    ]
+    check = f"import sys; sys.exit(sys.version_info[:2] != {tuple(map(int, LAMBDA_PYTHON_VERSION.split('.')))})"
+    for candidate in filter(None, candidates):
+        # A pyenv shim may exist without the version being selectable: ask the interpreter itself.
+        if subprocess.run([candidate, "-c", check], capture_output=True).returncode == 0:
+            return candidate
+    return None
+
+
+def _precompile(tree: Path, invalidation: str) -> bool:
+    """Write the runtime's .pyc files into the layer: Lambda's file system is read-only, so without
+    them every cold start compiles fastapi, pydantic and credgate again (measured: ~1.25 s vs ~0.57 s).
+    Hash-based pycs stay valid whatever mtimes the asset zip gives the sources."""
+    interpreter = _lambda_interpreter()
+    if interpreter is None:
+        print(f"warning: no python{LAMBDA_PYTHON_VERSION} here; the layer ships without .pyc files", file=sys.stderr)
+        return False
+    for cache in list(tree.rglob("__pycache__")):
+        shutil.rmtree(cache)
+    subprocess.run(
+        [interpreter, "-m", "compileall", "-q", "-f", "-j", "0", "--invalidation-mode", invalidation, str(tree)],
+        check=True,
+    )
+    return True
+
+
+def _sync_tree(source: Path, destination: Path) -> bool:
+    """Makes `destination` a copy of `source` (compiled files aside), touching only files that differ.
+    Returns whether anything changed."""
+    changed = False
     wanted: set[Path] = set()
     for path in source.rglob("*"):
         relative = path.relative_to(source)
@@ -99,9 +135,13 @@ def _sync_tree(source: Path, destination: Path) -> None:
         elif not target.is_file() or target.read_bytes() != path.read_bytes():
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(path, target)
+            changed = True
     for path in sorted(destination.rglob("*"), reverse=True):
-        if path.relative_to(destination) not in wanted:
+        relative = path.relative_to(destination)
+        if relative not in wanted and not ("__pycache__" in relative.parts or path.suffix == ".pyc"):
             shutil.rmtree(path) if path.is_dir() else path.unlink()
+            changed = True
+    return changed
 
 
 def build_layer(repo_root: Path) -> Path:
@@ -119,13 +159,16 @@ def build_layer(repo_root: Path) -> Path:
             shutil.rmtree(staging, ignore_errors=True)
             try:
                 _install_wheels(requirements, staging / "python")
+                _precompile(staging / "python", "unchecked-hash")  # pinned by the cache key
                 stamp.unlink(missing_ok=True)
                 shutil.rmtree(layer_dir, ignore_errors=True)
                 staging.rename(layer_dir)
             finally:
                 shutil.rmtree(staging, ignore_errors=True)
             stamp.write_text(key)
-        _sync_tree(repo_root / "layers" / "shared" / "python" / "credgate", site_packages / "credgate")
+        core = site_packages / "credgate"
+        if _sync_tree(repo_root / "layers" / "shared" / "python" / "credgate", core) or not any(core.rglob("*.pyc")):
+            _precompile(core, "checked-hash")  # our code changes between builds: verified at import
     return layer_dir
 
 

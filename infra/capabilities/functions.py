@@ -91,7 +91,7 @@ class FunctionRuntime(Construct):
             self,
             "SharedLayer",
             description="credgate core and its runtime dependencies (arm64, python3.12)",
-            code=lambda_.Code.from_asset(str(layer_dir), exclude=["**/__pycache__", "*.pyc"]),
+            code=lambda_.Code.from_asset(str(layer_dir)),  # with its Python 3.12 bytecode (infra/bundle.py)
             compatible_runtimes=[RUNTIME],
             compatible_architectures=[ARCHITECTURE],
         )

@@ -29,7 +29,17 @@ def test_layer_leaves_out_gateway_servers_and_the_runtime_sdk(synthesized):
     site_packages = _layer_asset(synthesized) / "python"
     for absent in ("uvicorn", "uvloop", "httptools", "boto3", "botocore", "bin"):
         assert not (site_packages / absent).exists(), absent
-    assert not list(site_packages.rglob("__pycache__"))
+
+
+def test_layer_ships_bytecode_for_the_lambda_runtime_only(synthesized):
+    """Lambda cannot write .pyc files, so the layer brings them, compiled by a Python 3.12."""
+    if bundle._lambda_interpreter() is None:
+        pytest.skip("no python3.12 on this machine: the layer is built without bytecode")
+    site_packages = _layer_asset(synthesized) / "python"
+    compiled = {path.name.split(".")[-2] for path in site_packages.rglob("*.pyc")}
+    assert compiled == {"cpython-312"}
+    assert (site_packages / "credgate" / "__pycache__" / "keys.cpython-312.pyc").is_file()
+    assert (site_packages / "fastapi" / "__pycache__" / "applications.cpython-312.pyc").is_file()
 
 
 def test_layer_binaries_are_built_for_lambda_python312_on_arm64(synthesized):
