@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass
 
 from credgate.domain.enums import ApprovalStatus, RuleAction
-from credgate.policy import InjectionRefused, PolicyDecision, RuleSpec, is_llm_host
+from credgate.policy import InjectionPlan, InjectionRefused, PolicyDecision, RuleSpec, is_llm_host
 from credgate.services import approvals
 from credgate.services.approvals import HeldRequest
 from credgate.store import schema
@@ -55,39 +55,61 @@ class CredentialPipeline:
     async def authenticate(self, token: str | None) -> AgentIdentity | None:
         return await self.tenants.agent(token)
 
+    def decide_now(self, token: str | None, request: ProxyRequest) -> tuple[AgentIdentity, Forward | Respond] | None:
+        """The engine's fast path: warm caches and nothing to count or hold, so nothing to wait for."""
+        identity = self.tenants.cached_agent(token)
+        if identity is None:
+            return None
+        config = self.tenants.cached_project(identity)
+        if config is None:
+            return None
+        plan, decision = self._assess(identity, config, request)
+        if decision.action is RuleAction.ALLOW:
+            return identity, self._inject(plan, decision, request)
+        if decision.action is RuleAction.BLOCK:
+            return identity, self._blocked(decision, request)
+        return None
+
     async def on_request(self, identity: AgentIdentity, request: ProxyRequest) -> Forward | Respond:
         config = await self.tenants.project(identity)
+        plan, decision = self._assess(identity, config, request)
+        if decision.action is RuleAction.BLOCK:
+            return self._blocked(decision, request)
+        if decision.action is RuleAction.MANUAL_APPROVAL:
+            refusal = await self._await_approval(decision.rule, identity, config, request)
+        elif decision.action is RuleAction.RATE_LIMIT:
+            refusal = await self._count(decision.rules, identity, request.host)
+        else:
+            refusal = None
+        if refusal is not None:
+            refusal.note = RequestNote(rule_id=decision.rule.id if decision.rule else None)
+            return refusal
+        return self._inject(plan, decision, request)
+
+    @staticmethod
+    def _assess(identity: AgentIdentity, config: ProjectConfig, request: ProxyRequest) -> tuple[InjectionPlan, PolicyDecision]:
         compiled = config.compiled
         host, path = request.host, request.path
         plan = compiled.resolve(host, path, identity.allowed_secret_ids)
         decision = compiled.evaluate(host, path, request.method, identity.agent_id, bool(plan), is_llm_host(host))
-        refusal = await self._enforce(decision, identity, config, request)
-        if refusal is not None:
-            return refusal
-        injected = tuple(secret.id for secret in plan.secrets)
-        note = RequestNote(injected, decision.rule.id if decision.rule else None)
+        return plan, decision
+
+    @staticmethod
+    def _blocked(decision: PolicyDecision, request: ProxyRequest) -> Respond:
+        refusal = responses.blocked_by_policy(request.host, decision.rule.name if decision.rule else None)
+        refusal.note = RequestNote(rule_id=decision.rule.id if decision.rule else None)
+        return refusal
+
+    @staticmethod
+    def _inject(plan: InjectionPlan, decision: PolicyDecision, request: ProxyRequest) -> Forward | Respond:
+        note = RequestNote(tuple(secret.id for secret in plan.secrets), decision.rule.id if decision.rule else None)
         try:
             target, headers = plan.apply(request.target, request.headers)
         except InjectionRefused as error:
-            refused = responses.injection_refused(host, error.message)
+            refused = responses.injection_refused(request.host, error.message)
             refused.note = note
             return refused
         return Forward(request.method, target, headers, note=note)
-
-    async def _enforce(
-        self, decision: PolicyDecision, identity: AgentIdentity, config: ProjectConfig, request: ProxyRequest
-    ) -> Respond | None:
-        note = RequestNote(rule_id=decision.rule.id if decision.rule else None)
-        refusal: Respond | None = None
-        if decision.action is RuleAction.BLOCK:
-            refusal = responses.blocked_by_policy(request.host, decision.rule.name if decision.rule else None)
-        elif decision.action is RuleAction.MANUAL_APPROVAL:
-            refusal = await self._await_approval(decision.rule, identity, config, request)
-        elif decision.action is RuleAction.RATE_LIMIT:
-            refusal = await self._count(decision.rules, identity, request.host)
-        if refusal is not None:
-            refusal.note = note
-        return refusal
 
     # rate limits: fixed windows per rule and agent, counted in the store so every task shares them
 

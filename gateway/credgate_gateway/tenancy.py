@@ -73,15 +73,28 @@ class TenantCache:
 
     # agents
 
-    async def agent(self, token: str | None) -> AgentIdentity | None:
-        if not token or not token.startswith("aoc_"):
+    def cached_agent(self, token: str | None) -> AgentIdentity | None:
+        """The agent, if this token is known and cached; None otherwise (then ask `agent`)."""
+        if not token:
             return None
         hashed = key_hash(token)
         org_id = self._agent_org.get(hashed)
-        if org_id is not None:
-            entry = self._organizations.get(org_id)
-            if entry is not None and hashed in entry.agents:
-                return entry.agents[hashed]
+        if org_id is None:
+            return None
+        entry = self._organizations.get(org_id)
+        return entry.agents.get(hashed) if entry is not None else None
+
+    def cached_project(self, identity: AgentIdentity) -> ProjectConfig | None:
+        entry = self._organizations.get(identity.organization_id)
+        return entry.projects.get(identity.project_id) if entry is not None else None
+
+    async def agent(self, token: str | None) -> AgentIdentity | None:
+        if not token or not token.startswith("aoc_"):
+            return None
+        cached = self.cached_agent(token)
+        if cached is not None:
+            return cached
+        hashed = key_hash(token)
         if hashed in self._unknown_tokens:
             return None
         identity, version = await self._once(("agent", hashed), lambda: self.blocking(self._load_agent, hashed))
@@ -120,11 +133,9 @@ class TenantCache:
     # projects
 
     async def project(self, identity: AgentIdentity) -> ProjectConfig:
-        entry = self._organizations.get(identity.organization_id)
-        if entry is not None:
-            config = entry.projects.get(identity.project_id)
-            if config is not None:
-                return config
+        cached = self.cached_project(identity)
+        if cached is not None:
+            return cached
         config, version = await self._once(
             ("project", identity.project_id),
             lambda: self.blocking(self._load_project, identity.organization_id, identity.project_id),

@@ -7,11 +7,11 @@ from credgate.errors import Unauthenticated
 from credgate.services.core import Core, Principal
 
 
-def get_core(request: Request) -> Core:
+async def get_core(request: Request) -> Core:  # async: no thread-pool hop for a lookup
     return request.app.state.core
 
 
-def get_principal(request: Request) -> Principal:
+async def get_principal(request: Request) -> Principal:
     principal = getattr(request.state, "principal", None)
     if principal is None:  # a route that needs a caller, reached without one
         raise Unauthenticated()

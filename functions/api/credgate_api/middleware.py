@@ -10,6 +10,7 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from credgate.errors import DomainError
+from credgate.services.auth import RouteScope, route_scope
 from credgate.services.core import Principal
 from credgate_api.errors import domain_error_response, envelope, unexpected_error_log
 
@@ -36,7 +37,12 @@ class AuthenticationMiddleware:
             await send(message)
 
         try:
-            principal = await run_in_threadpool(self.resolver, request)
+            if route_scope(scope["method"], scope["path"]) is RouteScope.PUBLIC:
+                principal = None
+            elif getattr(self.resolver, "blocking", True):  # store reads must stay off the event loop
+                principal = await run_in_threadpool(self.resolver, request)
+            else:
+                principal = self.resolver(request)
         except DomainError as error:
             principal = None
             await domain_error_response(error)(scope, receive, send_and_record)

@@ -32,3 +32,6 @@ def from_authorizer(request: Request) -> Principal | None:
     event = request.scope.get("aws.event") or {}
     context = event.get("requestContext", {}).get("authorizer", {}).get("lambda") or {}
     return principal_from_context(context)
+
+
+from_authorizer.blocking = False  # type: ignore[attr-defined]  # reads the event only

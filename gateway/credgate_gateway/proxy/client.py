@@ -341,61 +341,104 @@ class ClientConnection(asyncio.BufferedProtocol):
             payload, status, error = canned
             exchange.answer(payload, status, error)
             return
+        decide_now = self.server.decide_now
+        if decide_now is not None:
+            # Warm requests are decided and sent from this callback: no Task, no extra loop turn.
+            try:
+                outcome = decide_now(self._token(exchange), self._proxy_request(exchange))
+                if outcome is not None:
+                    exchange.identity, decision = outcome
+                    head = self._act(exchange, decision)
+                    if head is not None:
+                        exchange.phase = CONNECTING
+                        exchange.task = self.loop.create_task(self._connect(exchange, head))
+                    return
+            except Exception as error:  # noqa: BLE001 - same outcomes as the awaited path
+                self._failed(exchange, error)
+                return
         exchange.task = self.loop.create_task(self._serve(exchange))
 
-    async def _serve(self, exchange: Exchange) -> None:
-        server = self.server
-        hooks = server.hooks
+    def _token(self, exchange: Exchange) -> str | None:
+        if self.mode == TUNNEL:
+            return self.tunnel_token
+        return wire.proxy_token(exchange.proxy_authorization)
+
+    def _proxy_request(self, exchange: Exchange) -> ProxyRequest:
+        return ProxyRequest(
+            exchange.scheme,
+            exchange.host,
+            exchange.port,
+            exchange.method,
+            exchange.target,
+            exchange.headers,
+            self.peer,
+            RequestBody(exchange),
+            exchange.tunneled,
+        )
+
+    def _act(self, exchange: Exchange, decision: Forward | Respond) -> bytes | None:
+        """Carry out a hook's decision; returns the request head still waiting for a new upstream connection."""
+        exchange.note = getattr(decision, "note", None)
+        if isinstance(decision, Forward):
+            head = self._request_head(exchange, decision)
+            exchange.observer = decision.observer
+            upstream = self.server.pool.take(exchange.key)
+            if upstream is None:
+                return head
+            exchange.attach(upstream, head)
+        elif isinstance(decision, Respond):
+            exchange.respond(decision.status, decision.headers, decision.body, decision.error)
+        else:
+            raise TypeError(f"on_request returned {type(decision).__name__}, not Forward or Respond")
+        return None
+
+    async def _connect(self, exchange: Exchange, head: bytes) -> None:
         try:
-            if self.mode == TUNNEL:
-                token = self.tunnel_token
-            else:
-                token = wire.proxy_token(exchange.proxy_authorization)
-            identity = await hooks.authenticate(token)
+            upstream = await self.server.pool.connect(exchange.key)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:  # noqa: BLE001
+            self._failed(exchange, error)
+            return
+        if exchange.phase == DONE:
+            self.server.pool.give_back(upstream)
+            return
+        exchange.attach(upstream, head)
+
+    def _failed(self, exchange: Exchange, error: Exception) -> None:
+        if isinstance(error, UpstreamError):
+            exchange.fail(error.code, error.message)
+        elif isinstance(error, BodyUnavailable):
+            exchange.fail("request_timeout", "the request body did not arrive")
+        elif isinstance(error, wire.UnsafeHeader):
+            log.error("refused to forward a request: %s", error)
+            exchange.fail("internal_error", "the gateway could not build the upstream request")
+        else:
+            log_failure("proxy hook failed", error)
+            exchange.fail("internal_error", "the gateway failed to process the request")
+
+    async def _serve(self, exchange: Exchange) -> None:
+        hooks = self.server.hooks
+        try:
+            identity = await hooks.authenticate(self._token(exchange))
             if identity is None:
                 exchange.fail("proxy_auth_required", _AUTH_MESSAGE)
                 return
             exchange.identity = identity
-            request = ProxyRequest(
-                exchange.scheme,
-                exchange.host,
-                exchange.port,
-                exchange.method,
-                exchange.target,
-                exchange.headers,
-                self.peer,
-                RequestBody(exchange),
-                exchange.tunneled,
-            )
-            decision = await hooks.on_request(identity, request)
-            exchange.note = getattr(decision, "note", None)
-            if isinstance(decision, Forward):
-                head = self._request_head(exchange, decision)
-                exchange.observer = decision.observer
-                upstream = server.pool.take(exchange.key)
-                if upstream is None:
-                    exchange.phase = CONNECTING
-                    upstream = await server.pool.connect(exchange.key)
-                if exchange.phase == DONE:
-                    server.pool.give_back(upstream)
-                    return
-                exchange.attach(upstream, head)
-            elif isinstance(decision, Respond):
-                exchange.respond(decision.status, decision.headers, decision.body, decision.error)
-            else:
-                raise TypeError(f"on_request returned {type(decision).__name__}, not Forward or Respond")
-        except UpstreamError as error:
-            exchange.fail(error.code, error.message)
-        except BodyUnavailable:
-            exchange.fail("request_timeout", "the request body did not arrive")
-        except wire.UnsafeHeader as error:
-            log.error("refused to forward a request: %s", error)
-            exchange.fail("internal_error", "the gateway could not build the upstream request")
+            decision = await hooks.on_request(identity, self._proxy_request(exchange))
+            head = self._act(exchange, decision)
+            if head is None:
+                return
+            exchange.phase = CONNECTING
+            upstream = await self.server.pool.connect(exchange.key)
+            if exchange.phase == DONE:
+                self.server.pool.give_back(upstream)
+                return
+            exchange.attach(upstream, head)
         except asyncio.CancelledError:
             raise
-        except Exception as error:
-            log_failure("proxy hook failed", error)
-            exchange.fail("internal_error", "the gateway failed to process the request")
+        except Exception as error:  # noqa: BLE001 - every failure answers the agent in the spec's shape
+            self._failed(exchange, error)
 
     def _request_head(self, exchange: Exchange, decision: Forward) -> bytes:
         if exchange.chunked_in:

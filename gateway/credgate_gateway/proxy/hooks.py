@@ -144,6 +144,11 @@ class ProxyHooks(Protocol):
         request waits. Raising answers 500 `internal_error`."""
         ...
 
+    # Optional: def decide_now(self, token: str | None, request: ProxyRequest) -> tuple[Any, Forward | Respond] | None
+    #   The same decision as authenticate + on_request when it needs no waiting (warm caches, nothing
+    #   to count or hold): the engine then acts on it from the parsing callback, with no Task. None
+    #   means "not now": the engine takes the awaited path. It must not peek at the body.
+
     def on_complete(self, identity: Any | None, record: RequestRecord) -> None:
         """Called once per request when it is over (synchronously, on the event loop: keep it short)."""
         ...

@@ -62,6 +62,8 @@ class ProxyServer:
         limits: Limits | None = None,
     ) -> None:
         self.hooks = hooks
+        # Optional synchronous fast path of the hooks (see ProxyHooks.decide_now).
+        self.decide_now = getattr(hooks, "decide_now", None)
         self.certificates = certificates
         self.host = host
         self.requested_port = port
