@@ -176,24 +176,5 @@ class CredentialPipeline:
             text += "…"
         return text
 
-    # one log line per request: never header values, queries or bodies
-
     def on_complete(self, identity: AgentIdentity | None, record: RequestRecord) -> None:
-        note: RequestNote | None = record.note
-        self.access_log.write(
-            {
-                "agentId": identity.agent_id if identity else None,
-                "organizationId": identity.organization_id if identity else None,
-                "projectId": identity.project_id if identity else None,
-                "method": record.method,
-                "host": record.host,
-                "path": record.path,
-                "status": record.status,
-                "injectedSecretIds": list(note.injected) if note else [],
-                "ruleId": note.rule_id if note else None,
-                "error": record.error,
-                "durationMs": round(record.duration * 1000, 3),
-                "bytesIn": record.bytes_in,
-                "bytesOut": record.bytes_out,
-            }
-        )
+        self.access_log.write(identity, record)
