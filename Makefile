@@ -29,5 +29,10 @@ run: $(STAMP)
 test: $(TEST_STAMP)
 	$(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)
 
+bench: $(TEST_STAMP)
+	$(BIN)/python bench/gateway.py
+	$(BIN)/python bench/api.py
+	$(BIN)/python bench/cold_import.py
+
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
