@@ -91,3 +91,21 @@ def serve_factory(tmp_path: Path) -> Iterator[Any]:
     yield start
     for serve in started:
         serve.stop()
+
+
+@pytest.fixture(scope="module")
+def gateway(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One `credgate serve` + fake upstream per gateway test module, for the module's `HOSTS`."""
+    from tests.e2e.gateway_support import running_gateway
+
+    name = request.module.__name__.rpartition(".")[2]
+    with running_gateway(tmp_path_factory.mktemp(name), request.module.HOSTS) as running:
+        yield running
+        running.assert_log_holds_no_credential()
+
+
+@pytest.fixture
+def gw(gateway: Any) -> Iterator[Any]:
+    """The module's gateway, with what the test created removed afterwards."""
+    yield gateway
+    gateway.cleanup()

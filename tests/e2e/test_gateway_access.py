@@ -11,33 +11,12 @@ import pytest
 
 from tests.integration.gateway_engine.fakes import RawClient, basic
 
-from .gateway_support import (
-    Gateway,
-    connect,
-    curl,
-    headers_named,
-    needs_curl,
-    running_gateway,
-    unique,
-    wait_until,
-)
+from .gateway_support import connect, curl, headers_named, needs_curl, unique, wait_until
 
 pytestmark = pytest.mark.e2e
 
 HOSTS = ("auth.example.test", "setup.example.test", "log.example.test")
 
-
-@pytest.fixture(scope="module")
-def gateway(tmp_path_factory: pytest.TempPathFactory):
-    with running_gateway(tmp_path_factory.mktemp("access"), HOSTS) as running:
-        yield running
-        running.assert_log_holds_no_credential()
-
-
-@pytest.fixture
-def gw(gateway: Gateway):
-    yield gateway
-    gateway.cleanup()
 
 
 def unknown_token() -> str:

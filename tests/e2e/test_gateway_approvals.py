@@ -16,18 +16,6 @@ pytestmark = pytest.mark.e2e
 HOSTS = ("approve.example.test", "refuse.example.test", "expire.example.test")
 
 
-@pytest.fixture(scope="module")
-def gateway(tmp_path_factory: pytest.TempPathFactory):
-    with running_gateway(tmp_path_factory.mktemp("approvals"), HOSTS) as running:
-        yield running
-        running.assert_log_holds_no_credential()
-
-
-@pytest.fixture
-def gw(gateway: Gateway):
-    yield gateway
-    gateway.cleanup()
-
 
 @pytest.fixture
 def short_hold_gateway(tmp_path) -> Iterator[Gateway]:

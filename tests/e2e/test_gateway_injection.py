@@ -8,7 +8,7 @@ import pytest
 
 from tests.integration.gateway_engine.fakes import UpstreamRequest
 
-from .gateway_support import Gateway, curl, headers_named, needs_curl, running_gateway, unique
+from .gateway_support import curl, headers_named, needs_curl, unique
 
 pytestmark = pytest.mark.e2e
 
@@ -34,18 +34,6 @@ HOSTS = (
     "plain.example.test",
 )
 
-
-@pytest.fixture(scope="module")
-def gateway(tmp_path_factory: pytest.TempPathFactory):
-    with running_gateway(tmp_path_factory.mktemp("injection"), HOSTS) as running:
-        yield running
-        running.assert_log_holds_no_credential()
-
-
-@pytest.fixture
-def gw(gateway: Gateway):
-    yield gateway
-    gateway.cleanup()
 
 
 def only(requests: list[UpstreamRequest]) -> UpstreamRequest:

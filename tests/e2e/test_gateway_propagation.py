@@ -11,25 +11,13 @@ import pytest
 
 from tests.integration.gateway_engine.fakes import basic
 
-from .gateway_support import Gateway, connect, running_gateway, unique, wait_until
+from .gateway_support import connect, unique, wait_until
 
 pytestmark = pytest.mark.e2e
 
 HOSTS = ("added.example.test", "patched.example.test", "deleted.example.test", "ruled.example.test", "token.example.test")
 DEADLINE = 2.0
 
-
-@pytest.fixture(scope="module")
-def gateway(tmp_path_factory: pytest.TempPathFactory):
-    with running_gateway(tmp_path_factory.mktemp("propagation"), HOSTS) as running:
-        yield running
-        running.assert_log_holds_no_credential()
-
-
-@pytest.fixture
-def gw(gateway: Gateway):
-    yield gateway
-    gateway.cleanup()
 
 
 def seconds_until_observed(change: Callable[[], Any], observed: Callable[[], bool], what: str) -> float:

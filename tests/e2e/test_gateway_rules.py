@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from .gateway_support import Gateway, headers_named, running_gateway, unique
+from .gateway_support import headers_named, unique
 
 pytestmark = pytest.mark.e2e
 
@@ -25,18 +25,6 @@ HOSTS = (
     "limited.example.test",
 )
 
-
-@pytest.fixture(scope="module")
-def gateway(tmp_path_factory: pytest.TempPathFactory):
-    with running_gateway(tmp_path_factory.mktemp("rules"), HOSTS) as running:
-        yield running
-        running.assert_log_holds_no_credential()
-
-
-@pytest.fixture
-def gw(gateway: Gateway):
-    yield gateway
-    gateway.cleanup()
 
 
 def assert_blocked(response) -> None:

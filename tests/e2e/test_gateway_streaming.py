@@ -13,7 +13,6 @@ import pytest
 
 from tests.integration.gateway_engine.fakes import UpstreamRequest
 
-from .gateway_support import Gateway, running_gateway
 
 pytestmark = pytest.mark.e2e
 
@@ -24,18 +23,6 @@ UPLOAD_MIB = 100
 MEMORY_GROWTH_LIMIT_KIB = 60 * 1024
 HANDSHAKE_TIMEOUT = 10.0
 
-
-@pytest.fixture(scope="module")
-def gateway(tmp_path_factory: pytest.TempPathFactory):
-    with running_gateway(tmp_path_factory.mktemp("streaming"), HOSTS) as running:
-        yield running
-        running.assert_log_holds_no_credential()
-
-
-@pytest.fixture
-def gw(gateway: Gateway):
-    yield gateway
-    gateway.cleanup()
 
 
 def test_sse_events_reach_the_agent_before_the_upstream_sends_the_next_one(gw):
