@@ -160,3 +160,17 @@ def section_lines(key: str, prefix: str) -> list[str]:
         return []
     block = text.split(begin, 1)[1].split(end, 1)[0]
     return [line for line in block.splitlines() if line.startswith(prefix)]
+
+
+def package_versions(*names: str) -> str:
+    """The interpreter, this checkout's revision and the named distributions' versions, for a results header."""
+    import sys
+    from importlib.metadata import PackageNotFoundError, version
+
+    parts = [f"python {sys.version.split()[0]}", f"credgate {git_revision()}"]
+    for name in names:
+        try:
+            parts.append(f"{name} {version(name)}")
+        except PackageNotFoundError:
+            pass
+    return ", ".join(parts)

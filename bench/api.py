@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ensure_modules, git_revision, machine, markdown_table, now_utc, text_table, write_section  # noqa: E402
+from _common import ensure_modules, machine, markdown_table, now_utc, package_versions, text_table, write_section  # noqa: E402
 
 AWS_ENVIRONMENT = {
     "AWS_ACCESS_KEY_ID": "testing",
@@ -244,7 +244,7 @@ def main() -> int:
         for name in OPERATIONS:
             r = by_operation[name]
             rows.append([store, name, f"{r['rps']:,.0f}", f"{health / r['rps']:.1f}x slower" if name != "GET /v1/health" else "baseline", f"{r['p50']:.3f}", f"{r['p99']:.3f}"])
-    versions = package_versions()
+    versions = package_versions("fastapi", "starlette", "pydantic", "boto3", "moto")
     date = now_utc()
     print(f"API benchmark, {date}; {machine()}; {versions}")
     print(f"direct ASGI calls on uvloop, sequential; {args.rounds} rounds x {args.duration:g} s per operation, medians")
@@ -280,17 +280,6 @@ def main() -> int:
         print("\nwrote the API section of bench/RESULTS.md")
     return 0
 
-
-def package_versions() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    parts = [f"python {sys.version.split()[0]}", f"credgate {git_revision()}"]
-    for name in ("fastapi", "starlette", "pydantic", "boto3", "moto"):
-        try:
-            parts.append(f"{name} {version(name)}")
-        except PackageNotFoundError:
-            pass
-    return ", ".join(parts)
 
 
 if __name__ == "__main__":

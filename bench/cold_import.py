@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import REPO, ensure_modules, free_port, git_revision, machine, markdown_table, now_utc, text_table, write_section  # noqa: E402
+from _common import REPO, ensure_modules, free_port, machine, markdown_table, now_utc, package_versions, text_table, write_section  # noqa: E402
 
 REGION = "us-east-1"
 # What the Lambda layer holds when .build/layer/python has not been built (infra/bundle.py, python 3.12 wheels).
@@ -353,7 +353,7 @@ def render(rows: list[dict[str, Any]], breakdowns: dict[str, list[tuple[str, flo
         breakdown_text += [f"  {package:<24} self {self_ms:7.1f} ms" for package, self_ms, _ in entries]
         breakdown_md.append(f"- `{subject}`: " + ", ".join(f"{package} {self_ms:.0f}" for package, self_ms, _ in entries[:10]))
     date = now_utc()
-    versions = package_versions()
+    versions = package_versions("fastapi", "pydantic", "mangum", "aws-lambda-powertools", "boto3", "moto")
     text = "\n".join(
         [
             f"cold import benchmark, {date}; {machine()}; {versions}",
@@ -399,17 +399,6 @@ def render(rows: list[dict[str, Any]], breakdowns: dict[str, list[tuple[str, flo
     )
     return {"text": text, "markdown": markdown}
 
-
-def package_versions() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    parts = [f"python {sys.version.split()[0]}", f"credgate {git_revision()}"]
-    for name in ("fastapi", "pydantic", "mangum", "aws-lambda-powertools", "boto3", "moto"):
-        try:
-            parts.append(f"{name} {version(name)}")
-        except PackageNotFoundError:
-            pass
-    return ", ".join(parts)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ import pytest
 
 from tests.integration.gateway_engine.fakes import UpstreamRequest
 
-
 pytestmark = pytest.mark.e2e
 
 HOSTS = ("api.anthropic.com", "upload.example.test")
