@@ -1,7 +1,6 @@
 """Agents over HTTP: the token shown once, names and identifiers, the default agent, selective secrets."""
 from __future__ import annotations
 
-import pytest
 
 from credgate.keys import KeyKind, classify, key_hash
 from credgate.store import schema

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from typing import Any
 from urllib.parse import quote, unquote
 
-from credgate.domain.path_regex import compile_path_regex
 from credgate.domain.injection import (
     VALUE_TOKEN,
     HeaderInjection,
@@ -19,6 +19,7 @@ from credgate.domain.injection import (
     QueryInjection,
 )
 from credgate.domain.models import SecretType
+from credgate.domain.path_regex import compile_path_regex
 from credgate.errors import DomainError
 from credgate.policy.specs import SecretSpec
 

@@ -12,7 +12,7 @@ from credgate.services.agents import new_agent_writes
 from credgate.services.core import Core, Principal, config_changed
 from credgate.services.records import Item, key_item, require
 from credgate.store import schema
-from credgate.store.ops import Absent, Check, Delete, Equals, Exists, Put, Update, WriteOp
+from credgate.store.ops import Absent, Check, Delete, Equals, Exists, Key, Put, Update, WriteOp
 
 DEFAULT_AGENT_IDENTIFIER = "default"
 DEFAULT_AGENT_NAME = "Default agent"
@@ -219,7 +219,7 @@ def _remove_project_items(core: Core, org_id: str, project_id: str) -> None:
     items = [item for item in core.store.query(schema.project(project_id).pk) if item["sk"] != "META"]
     deletes: list[WriteOp] = []
     for item in items:
-        deletes.append(Delete(schema.Key(item["pk"], item["sk"])))
+        deletes.append(Delete(Key(item["pk"], item["sk"])))
         for hashed in (item.get("tokenHash"), item.get("keyHash")):
             if hashed:
                 deletes.append(Delete(schema.credential(hashed)))
