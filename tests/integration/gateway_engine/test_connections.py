@@ -78,8 +78,10 @@ def test_an_agent_that_half_closes_still_gets_its_response(setup):
             answer += chunk
     finally:
         sock.close()
+    # The read loop ending proves the gateway closed its side after answering. Whether the head also says
+    # "Connection: close" depends on whether the agent's FIN arrived before it was written: not asserted.
     assert answer.startswith(b"HTTP/1.1 200 OK\r\n")
-    assert b"Connection: close\r\n" in answer
+    assert answer.endswith(b"\r\n\r\n")  # the whole (empty-bodied) response
 
 
 def test_an_http_1_0_agent_gets_a_close_delimited_body(setup):
