@@ -1,6 +1,7 @@
 """The local run contract: first start bootstraps, restart reuses, both listeners answer."""
 from __future__ import annotations
 
+import json
 import stat
 
 import httpx
@@ -50,3 +51,22 @@ def test_restart_reuses_the_same_account_keys_and_data(serve_factory, tmp_path):
         assert after[field] == before[field], field
     listed = httpx.get(f"{second.api_url}/v1/secrets", headers=headers)
     assert [s["id"] for s in listed.json()] == [created.json()["id"]]
+
+
+def test_sign_in_email_lands_in_the_outbox_and_its_link_opens_a_session(serve_factory):
+    serve = serve_factory()
+    sent = httpx.post(f"{serve.api_url}/v1/auth/email-link", json={"email": "owner@credgate.local"})
+    assert sent.status_code == 202
+    (mail,) = [json.loads(path.read_text()) for path in (serve.data_dir / "outbox").glob("*.json")]
+    assert set(mail) == {"to", "subject", "text", "links"}
+    assert mail["to"] == "owner@credgate.local"
+    (link,) = mail["links"]
+    assert link.startswith(f"{serve.api_url}/v1/auth/callback?token=")
+    assert link in mail["text"]
+
+    opened = httpx.get(link, follow_redirects=False)
+    assert opened.status_code == 303
+    cookie = opened.cookies["credgate_session"]
+    me = httpx.get(f"{serve.api_url}/v1/user", cookies={"credgate_session": cookie})
+    assert me.status_code == 200
+    assert me.json()["id"] == serve.bootstrap["userId"]
