@@ -569,3 +569,28 @@ def test_a_locked_sqlite_database_is_a_retryable_outage(tmp_path):
         holder.execute("ROLLBACK")
     store.write(Put(item("agent#locked")))
     assert store.get(Key(PK, "agent#locked")) is not None
+
+
+def test_sqlite_removes_expired_items_from_the_file(tmp_path, monkeypatch):
+    """Expired items are invisible at once and, every PURGE_EVERY_WRITES writes, gone from the file."""
+    import sqlite3
+
+    from credgate.store import sqlite as sqlite_store
+
+    now = {"t": 1_000_000.0}
+    store = sqlite_store.SqliteItemStore(tmp_path / "purge.db", now=lambda: now["t"])
+    monkeypatch.setattr(sqlite_store, "PURGE_EVERY_WRITES", 5)
+    for n in range(3):
+        store.write(Put(item(f"window#{n}", expiresAt=1_000_010)))
+    store.write(Put(item("kept#forever")))
+
+    def rows() -> int:
+        with sqlite3.connect(tmp_path / "purge.db") as conn:
+            return conn.execute("SELECT COUNT(*) FROM items").fetchone()[0]
+
+    assert rows() == 4
+    now["t"] = 1_000_020.0
+    assert store.query(PK, "window#") == []
+    store.write(Put(item("kept#too")))  # the fifth write purges
+    assert rows() == 2
+    assert [i["sk"] for i in store.query(PK)] == ["kept#forever", "kept#too"]

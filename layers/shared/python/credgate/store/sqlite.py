@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import sqlite3
 import threading
@@ -33,8 +34,12 @@ CREATE TABLE IF NOT EXISTS items (
     data TEXT NOT NULL,
     expires_at INTEGER,
     PRIMARY KEY (pk, sk)
-) WITHOUT ROWID
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS items_by_expiry ON items (expires_at) WHERE expires_at IS NOT NULL;
 """
+# Expired items are invisible already; removing them keeps the file from growing (rate-limit windows,
+# sessions, sign-in links), as DynamoDB's TTL does for the table.
+PURGE_EVERY_WRITES = 1000
 
 
 def _same_value(stored: Any, expected: Any) -> bool:
@@ -60,8 +65,20 @@ class SqliteItemStore:
         self._path = str(path)
         self._now = now
         self._local = threading.local()
-        with self._connection() as conn:
-            conn.execute(_SCHEMA)
+        self._writes = itertools.count(1)
+        self._connection().executescript(_SCHEMA)
+
+    def _written(self) -> None:
+        if next(self._writes) % PURGE_EVERY_WRITES == 0:
+            self.purge_expired()
+
+    @_unavailable_on_database_error
+    def purge_expired(self) -> int:
+        """Delete items whose expiresAt has passed; returns how many."""
+        cursor = self._connection().execute(
+            "DELETE FROM items WHERE expires_at IS NOT NULL AND expires_at < ?", (int(self._now()),)
+        )
+        return cursor.rowcount
 
     def _connection(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
@@ -113,6 +130,7 @@ class SqliteItemStore:
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
+        self._written()
 
     @_unavailable_on_database_error
     def increment(self, key: Key, field: str, amount: int, *, expires_at: int | None = None) -> int:
@@ -130,6 +148,7 @@ class SqliteItemStore:
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
+        self._written()
         return item[field]
 
     def _current(self, conn: sqlite3.Connection, key: Key) -> dict[str, Any] | None:
