@@ -17,7 +17,6 @@ from credgate.settings import CloudSettings
 from credgate.store.dynamodb import DynamoItemStore
 
 from credgate_gateway.ca import GatewayCA, ItemStoreCAStore
-from credgate_gateway.pipeline import PipelineSettings
 from credgate_gateway.runtime import Gateway
 
 log = logging.getLogger("credgate.gateway")
@@ -40,7 +39,6 @@ def build_gateway(settings: CloudSettings, *, host: str = "0.0.0.0") -> Gateway:
         ca,
         host=host,
         port=settings.gateway_port,
-        settings=PipelineSettings(approval_timeout=settings.approval_timeout_seconds),
     )
 
 

@@ -102,7 +102,7 @@ class CredentialPipeline:
 
     @staticmethod
     def _inject(plan: InjectionPlan, decision: PolicyDecision, request: ProxyRequest) -> Forward | Respond:
-        note = RequestNote(tuple(secret.id for secret in plan.secrets), decision.rule.id if decision.rule else None)
+        note = RequestNote(plan.secret_ids, decision.rule.id if decision.rule else None)
         try:
             target, headers = plan.apply(request.target, request.headers)
         except InjectionRefused as error:

@@ -27,7 +27,9 @@ class Gateway:
         poll_interval: float = 0.5,
     ) -> None:
         self.tenants = TenantCache(core, poll_interval=poll_interval)
-        self.pipeline = CredentialPipeline(self.tenants, settings)
+        self.pipeline = CredentialPipeline(
+            self.tenants, settings or PipelineSettings(approval_timeout=core.settings.approval_timeout_seconds)
+        )
         self.server = ProxyServer(
             self.pipeline,
             ca,

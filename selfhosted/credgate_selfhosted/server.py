@@ -15,7 +15,6 @@ from credgate.settings import CoreSettings
 from credgate_api.app import create_app
 from credgate_api.principals import in_process
 from credgate_gateway.ca import DirectoryCAStore, GatewayCA
-from credgate_gateway.pipeline import PipelineSettings
 from credgate_gateway.runtime import Gateway
 from credgate_selfhosted.runtime import DEFAULT_OWNER_EMAIL, DataDir, build_core, write_bootstrap
 
@@ -47,7 +46,6 @@ async def _serve(args: argparse.Namespace) -> None:
         port=args.gateway_port,
         connect_to=args.connect_to,
         upstream_ca_bundle=str(args.upstream_ca_bundle) if args.upstream_ca_bundle else None,
-        settings=PipelineSettings(approval_timeout=args.approval_timeout),
     )
     await gateway.start()
 

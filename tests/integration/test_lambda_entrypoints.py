@@ -129,7 +129,7 @@ def test_project_key_creates_and_lists_secrets_on_dynamodb_and_kms(cloud):
     assert "sk_live_lambda_0123456789" not in created["body"]
     listed = invoke(cloud, "GET", "/v1/secrets", headers)
     assert [secret["name"] for secret in body_of(listed)] == ["stripe"]
-    stored = cloud["core"].store.get(schema.project_secret(tenant.project_id, body_of(created)["id"]))
+    stored = cloud["core"].store.get(schema.owned_item(schema.project(tenant.project_id).pk, "SECRET", body_of(created)["id"]))
     assert stored["valueCiphertext"].startswith("cgv1:")
 
 

@@ -254,7 +254,7 @@ class SecretInjection:
 class InjectionPlan:
     """The secrets chosen for one request and how to apply them; `apply` is pure and cheap."""
 
-    __slots__ = ("secrets", "_refused", "_remove_headers", "_add_headers", "_queries", "_path", "_touches_target")
+    __slots__ = ("secrets", "secret_ids", "_refused", "_remove_headers", "_add_headers", "_queries", "_path", "_touches_target")
 
     def __init__(self, injections: Sequence[SecretInjection]) -> None:
         claimed: set[Slot] = set()
@@ -263,6 +263,7 @@ class InjectionPlan:
                 raise ValueError(f"secret {injection.spec.id} writes to the same place as another secret of the plan")
             claimed |= injection.slots
         self.secrets: tuple[SecretSpec, ...] = tuple(injection.spec for injection in injections)
+        self.secret_ids: tuple[str, ...] = tuple(spec.id for spec in self.secrets)
         self._refused = next((injection for injection in injections if injection.refusal is not None), None)
         self._remove_headers = frozenset().union(*(injection.remove_headers for injection in injections))
         self._add_headers = tuple(header for injection in injections for header in injection.add_headers)

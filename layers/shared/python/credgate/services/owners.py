@@ -17,7 +17,7 @@ class Owner:
     organization_id: str
 
     def item_key(self, kind: str, item_id: str) -> Key:
-        return Key(self.partition, f"{kind}#{item_id}")
+        return schema.owned_item(self.partition, kind, item_id)
 
     def encryption_context(self, secret_id: str) -> dict[str, str]:
         return {**self.context, "secretId": secret_id}

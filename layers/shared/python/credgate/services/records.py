@@ -17,9 +17,5 @@ def require(store: ItemStore, key: Key, message: str) -> Item:
     return item
 
 
-def public_fields(item: Item, *names: str) -> dict[str, Any]:
-    return {name: item.get(name) for name in names}
-
-
 def key_item(key: Key, **attributes: Any) -> Item:
     return {"pk": key.pk, "sk": key.sk, **attributes}

@@ -34,12 +34,9 @@ def default_agent(project_id: str) -> Key:
     return Key(f"PROJECT#{project_id}", "DEFAULTAGENT")
 
 
-def project_secret(project_id: str, secret_id: str) -> Key:
-    return Key(f"PROJECT#{project_id}", f"SECRET#{secret_id}")
-
-
-def organization_secret(org_id: str, secret_id: str) -> Key:
-    return Key(f"ORG#{org_id}", f"SECRET#{secret_id}")
+def owned_item(partition: str, kind: str, item_id: str) -> Key:
+    """A secret or rule ("SECRET", "RULE") in its owner's partition (a project's or an organization's)."""
+    return Key(partition, f"{kind}#{item_id}")
 
 
 def user(user_id: str) -> Key:
